@@ -1,0 +1,174 @@
+"""compute_advantages: GRPO, GiGPO and GACA advantages for a batch of agent steps.
+
+One row per agent step (ESTIMATOR-SPEC "Data"). Everything runs as vectorized segment
+operations on integer codes; nothing here loops over steps, trajectories or groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from gaca.estimators.batch import ArrayLike, StepBatch, build_step_batch
+from gaca.estimators.config import AdvantageConfig
+from gaca.estimators.detectors import DETECTORS
+from gaca.estimators.gate import gate_weight
+from gaca.estimators.returns import discounted_returns, episode_returns
+from gaca.estimators.segments import NORMS
+from gaca.registry import Registry
+
+
+@dataclass(frozen=True)
+class AdvantageOutput:
+    """Per-row results, in the input row order; float tensors of length N, no gradient."""
+
+    advantages: torch.Tensor
+    """A_t: what reaches the surrogate (Eq. 8 for gaca)."""
+    episode: torch.Tensor
+    """A^E: the group-normalised episode return, broadcast to the trajectory's steps (Eq. 2)."""
+    step_level: torch.Tensor | None
+    """A^S: the anchor-group-normalised step return (Eq. 3); None for grpo."""
+    lam: torch.Tensor | None = None
+    """lambda_t of the gate (Eq. 7); gaca only."""
+    criticality: torch.Tensor | None = None
+    """c_t (Eq. 5), mean one per trajectory; gaca only."""
+    diagnostics: dict[str, float] = field(default_factory=dict)
+    """criticality_std, lambda_mean, lambda_std, clamp_frac (gaca only) and nonsingleton_frac."""
+
+
+def episode_advantage(batch: StepBatch, config: AdvantageConfig) -> torch.Tensor:
+    """[N] A^E: each trajectory's return normalised within its prompt group (Eq. 2)."""
+    normalize = NORMS.get(config.norm)
+    per_traj = normalize(episode_returns(batch), batch.traj_group, batch.num_groups, config.eps)
+    return per_traj[batch.traj]
+
+
+def step_advantage(
+    batch: StepBatch, step_return: torch.Tensor, config: AdvantageConfig
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """[N] A^S (Eq. 3) and the [N] bool mask of rows in a non-singleton anchor group.
+
+    A step alone in its anchor group falls back to the prompt group or to zero
+    (``config.singleton_fallback``).
+    """
+    normalize = NORMS.get(config.norm)
+    size = torch.bincount(batch.anchor, minlength=batch.num_anchor_groups)[batch.anchor]
+    shared = size > 1
+    within_anchor = normalize(step_return, batch.anchor, batch.num_anchor_groups, config.eps)
+    if config.singleton_fallback == "prompt_group":
+        fallback = normalize(step_return, batch.group, batch.num_groups, config.eps)
+    else:
+        fallback = torch.zeros_like(step_return)
+    return torch.where(shared, within_anchor, fallback), shared
+
+
+ESTIMATORS: Registry = Registry("method")
+
+
+@ESTIMATORS.register("grpo")
+def grpo(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
+    """A_t = A^E (episode level only)."""
+    episode = episode_advantage(batch, config)
+    return AdvantageOutput(advantages=episode, episode=episode, step_level=None)
+
+
+@ESTIMATORS.register("gigpo")
+def gigpo(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
+    """A_t = A^E + w A^S (GiGPO's fixed two-level sum)."""
+    episode = episode_advantage(batch, config)
+    step_level, shared = step_advantage(batch, discounted_returns(batch, config.gamma), config)
+    return AdvantageOutput(
+        advantages=episode + config.step_weight * step_level,
+        episode=episode,
+        step_level=step_level,
+        diagnostics={"nonsingleton_frac": _mean(shared)},
+    )
+
+
+@ESTIMATORS.register("gaca")
+def gaca(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
+    """A_t = lambda_t w A^S + (1 - lambda_t) A^E with lambda_t = gate(c_t) (Eqs. 5-8)."""
+    episode = episode_advantage(batch, config)
+    step_return = discounted_returns(batch, config.gamma)
+    step_level, shared = step_advantage(batch, step_return, config)
+    criticality = DETECTORS.get(config.detector)(batch, step_return, config)
+    lam = gate_weight(criticality, config.lambda0, config.alpha_lambda, config.beta_lambda)
+    advantages = lam * config.step_weight * step_level + (1.0 - lam) * episode
+    diagnostics = {
+        "criticality_std": _std(criticality),
+        "lambda_mean": _mean(lam),
+        "lambda_std": _std(lam),
+        "clamp_frac": _mean((lam <= 0.0) | (lam >= 1.0)),
+        "nonsingleton_frac": _mean(shared),
+    }
+    return AdvantageOutput(advantages, episode, step_level, lam, criticality, diagnostics)
+
+
+def compute_advantages(
+    *,
+    group: ArrayLike,
+    traj: ArrayLike,
+    step: ArrayLike,
+    reward: ArrayLike,
+    anchor: ArrayLike | None = None,
+    nll: ArrayLike | None = None,
+    config: AdvantageConfig | None = None,
+) -> AdvantageOutput:
+    """Advantages of N agent steps under ``config.method`` (ESTIMATOR-SPEC.md, paper Eqs. 2-8).
+
+    Args:
+        group: [N] prompt-group id of each row (any hashable; the G rollouts of one task).
+        traj: [N] trajectory id, unique across the batch.
+        step: [N] int time index t in its trajectory, 0..T-1 without gaps; rows in any order.
+        reward: [N] r_t: 0, or minus the invalid-action penalty, plus the 0/1 success at the end.
+        anchor: [N] hashable anchor observation (the state shown before the action); needed by
+            gigpo and gaca.
+        nll: [N] H_t, the step's mean token negative log-likelihood under pi_old (see
+            ``mean_token_nll``); needed by gaca unless ``detector='uniform'``.
+        config: the estimator options; ``AdvantageConfig()`` (GACA defaults) when None.
+
+    Sequences, NumPy arrays and torch tensors are accepted; tensors keep their device. Results
+    are float tensors in the input row order (``torch.get_default_dtype()``), computed in
+    float64 under ``no_grad``: lambda is fixed within an update.
+
+    Raises:
+        ValueError: naming the field, for any bad input (see ``build_step_batch``) or a missing
+            anchor / nll that the method needs. Nothing is computed before validation passes.
+    """
+    config = AdvantageConfig() if config is None else config
+    if not isinstance(config, AdvantageConfig):
+        raise ValueError(f"config must be an AdvantageConfig, got {type(config).__name__}")
+    if config.method in ("gigpo", "gaca") and anchor is None:
+        raise ValueError(f"anchor is required for method={config.method!r} (it defines the step-level groups)")
+    if config.method == "gaca" and config.detector != "uniform" and nll is None:
+        raise ValueError(f"nll is required for method='gaca' with detector={config.detector!r}")
+    with torch.no_grad():
+        needs_anchor = config.method != "grpo"
+        needs_nll = config.method == "gaca" and config.detector != "uniform"
+        batch = build_step_batch(group, traj, step, reward, anchor, nll, needs_anchor, needs_nll)
+        output = ESTIMATORS.get(config.method)(batch, config)
+    return _cast(output, torch.get_default_dtype())
+
+
+def _mean(values: torch.Tensor) -> float:
+    return float(values.to(torch.float64).mean())
+
+
+def _std(values: torch.Tensor) -> float:
+    """Unbiased std as torch.std, 0 for a single value rather than NaN."""
+    return float(values.std()) if values.numel() > 1 else 0.0
+
+
+def _cast(output: AdvantageOutput, dtype: torch.dtype) -> AdvantageOutput:
+    def cast(value: torch.Tensor | None) -> torch.Tensor | None:
+        return None if value is None else value.to(dtype)
+
+    return AdvantageOutput(
+        advantages=cast(output.advantages),
+        episode=cast(output.episode),
+        step_level=cast(output.step_level),
+        lam=cast(output.lam),
+        criticality=cast(output.criticality),
+        diagnostics=output.diagnostics,
+    )

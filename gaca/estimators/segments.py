@@ -1,0 +1,52 @@
+"""Vectorized per-segment statistics: every group-relative quantity of the spec is one of these."""
+
+from __future__ import annotations
+
+import torch
+
+from gaca.registry import Registry
+
+
+def segment_sum(values: torch.Tensor, segment: torch.Tensor, num_segments: int) -> torch.Tensor:
+    """[S] sums of ``values`` [N] over rows with the same ``segment`` code [N]."""
+    return values.new_zeros(num_segments).index_add_(0, segment, values)
+
+
+def segment_mean(values: torch.Tensor, segment: torch.Tensor, num_segments: int) -> torch.Tensor:
+    """[S] means; a segment without rows gets 0."""
+    count = torch.bincount(segment, minlength=num_segments).to(values.dtype)
+    return segment_sum(values, segment, num_segments) / count.clamp(min=1)
+
+
+def segment_mean_std(
+    values: torch.Tensor, segment: torch.Tensor, num_segments: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """[S] means and unbiased (n - 1) standard deviations, as torch.std; the std of a size-1 set is 1.
+
+    Two passes (mean, then squared deviations) rather than E[x^2] - E[x]^2, which cancels badly
+    when a group's returns are nearly equal.
+    """
+    count = torch.bincount(segment, minlength=num_segments).to(values.dtype)
+    mean = segment_sum(values, segment, num_segments) / count.clamp(min=1)
+    deviation = values - mean[segment]
+    variance = segment_sum(deviation * deviation, segment, num_segments) / (count - 1).clamp(min=1)
+    std = torch.where(count > 1, variance.sqrt(), torch.ones_like(variance))
+    return mean, std
+
+
+NORMS: Registry = Registry("norm")
+
+
+@NORMS.register("mean_std")
+def normalize_mean_std(
+    values: torch.Tensor, segment: torch.Tensor, num_segments: int, eps: float
+) -> torch.Tensor:
+    """[N] ``(x - mean) / (std + eps)`` of each row against its segment."""
+    mean, std = segment_mean_std(values, segment, num_segments)
+    return (values - mean[segment]) / (std[segment] + eps)
+
+
+@NORMS.register("mean")
+def normalize_mean(values: torch.Tensor, segment: torch.Tensor, num_segments: int, eps: float) -> torch.Tensor:
+    """[N] ``x - mean`` of each row against its segment."""
+    return values - segment_mean(values, segment, num_segments)[segment]

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Create .venv and install the project into it.
+#   bash scripts/setup.sh            # runtime only
+#   bash scripts/setup.sh dev verl   # with extras
+# torch is installed first and pinned to the CPU build that pip finds locally; an unpinned torch
+# can pull a multi-GB CUDA build. On a GPU machine install the torch you need first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quiet_pip() {  # pip, without this machine's noise about missing local index folders; keeps pip's exit status
+  local log
+  if ! log=$(.venv/bin/python -m pip "$@" 2>&1); then
+    printf '%s\n' "$log" >&2
+    return 1
+  fi
+  printf '%s\n' "$log" | grep -v -e '^WARNING: Location' -e '^$' || true
+}
+
+[ -x .venv/bin/python ] || "${PYTHON:-python3}" -m venv .venv
+quiet_pip install --quiet --upgrade pip
+.venv/bin/python -c "import torch" 2>/dev/null || quiet_pip install --quiet "torch==${GACA_TORCH_VERSION:-2.13.0}"
+extras=$(IFS=,; echo "$*")
+quiet_pip install --quiet -e ".${extras:+[$extras]}"
+.venv/bin/python -c "import gaca, torch; print(f'gaca {gaca.__version__} installed with torch {torch.__version__}')"
