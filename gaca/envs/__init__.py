@@ -1,0 +1,24 @@
+"""Embedded text environments: the household (ALFWorld-style) and shop (WebShop-style) families.
+
+``make_family(EnvConfig(name=...))`` builds a family; ``family.make(task_id)`` an episode;
+``VectorEnv`` steps many episodes at once.
+"""
+
+from gaca.envs import household, shop  # noqa: F401  (registers the families)
+from gaca.envs.base import Env, EnvFamily, Observation, StepResult
+from gaca.envs.config import EnvConfig
+from gaca.envs.families import FAMILIES, make_family
+from gaca.envs.text import words
+from gaca.envs.vector import VectorEnv
+
+__all__ = [
+    "FAMILIES",
+    "Env",
+    "EnvConfig",
+    "EnvFamily",
+    "Observation",
+    "StepResult",
+    "VectorEnv",
+    "make_family",
+    "words",
+]

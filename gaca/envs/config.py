@@ -1,0 +1,75 @@
+"""The environment configuration: one frozen dataclass, validated once at the boundary."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gaca.envs.families import FAMILIES
+
+MAX_TASKS = 1_000_000
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Which environment family to build, how hard its tasks are and how episodes are scored.
+
+    Every field is checked in ``__post_init__`` (the knobs by the family); a bad value raises
+    ``ValueError`` naming the field and what it may be.
+    """
+
+    name: str = "household"
+    """Environment family: household (ALFWorld-style) or shop (WebShop-style)."""
+    difficulty: str = "easy"
+    """Knob preset: easy (learnable by a tiny policy on CPU) or paper (ALFWorld/WebShop-like sizes)."""
+    knobs: Mapping[str, Any] = field(default_factory=dict)
+    """Overrides of single knobs of the preset, e.g. {"num_receptacles": 8}; see the family's knobs."""
+    horizon: int | None = None
+    """Steps before an episode is cut; None = the paper's (household 50, shop 15), see family.horizon."""
+    num_train_tasks: int = 1024
+    """Number of training task ids."""
+    num_eval_tasks: int = 128
+    """Number of held-out evaluation task ids (the paper evaluates on 128)."""
+    invalid_penalty: float = 0.1
+    """Reward subtracted for an inadmissible action (verl-agent's 0.1), >= 0."""
+    seed: int = 0
+    """Seed of the task generator (and of the shop's catalogue); fixes what every task id holds."""
+
+    def __post_init__(self) -> None:
+        if self.name not in FAMILIES:
+            raise ValueError(f"EnvConfig.name must be one of {FAMILIES.names()}, got {self.name!r}")
+        if self.horizon is not None:
+            _int_in("horizon", self.horizon, 1, 10_000)
+        _int_in("num_train_tasks", self.num_train_tasks, 1, MAX_TASKS)
+        _int_in("num_eval_tasks", self.num_eval_tasks, 1, MAX_TASKS)
+        _int_in("seed", self.seed, 0, 2**63 - 1)
+        penalty = self.invalid_penalty
+        if (
+            isinstance(penalty, bool)
+            or not isinstance(penalty, (int, float))
+            or not math.isfinite(penalty)
+            or penalty < 0
+        ):
+            raise ValueError(f"EnvConfig.invalid_penalty must be a finite number >= 0, got {penalty!r}")
+        if not isinstance(self.knobs, Mapping):
+            raise ValueError(f"EnvConfig.knobs must be a mapping of knob name -> value, got {self.knobs!r}")
+        FAMILIES.get(self.name).resolve_knobs(self.difficulty, self.knobs)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> EnvConfig:
+        """Build from a mapping (e.g. a Hydra node), rejecting unknown keys by name."""
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown EnvConfig field(s) {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _int_in(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"EnvConfig.{name} must be an int in [{low}, {high}], got {value!r}")

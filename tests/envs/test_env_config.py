@@ -1,0 +1,67 @@
+"""EnvConfig and the knobs reject bad values by field name; presets and overrides resolve."""
+
+import pytest
+
+from gaca.envs import FAMILIES, EnvConfig, make_family
+
+
+@pytest.mark.parametrize(
+    "changes, pattern",
+    [
+        (dict(name="alfworld"), r"EnvConfig.name must be one of \['household', 'shop'\], got 'alfworld'"),
+        (dict(horizon=0), r"EnvConfig.horizon must be an int in \[1, "),
+        (dict(horizon=2.5), r"EnvConfig.horizon must be an int"),
+        (dict(num_train_tasks=0), r"EnvConfig.num_train_tasks must be an int in \[1, "),
+        (dict(num_eval_tasks=-1), r"EnvConfig.num_eval_tasks must be an int in \[1, "),
+        (dict(seed=-3), r"EnvConfig.seed must be an int"),
+        (dict(invalid_penalty=-0.1), r"EnvConfig.invalid_penalty must be a finite number >= 0"),
+        (dict(invalid_penalty=float("nan")), r"EnvConfig.invalid_penalty"),
+        (dict(difficulty="hard"), r"EnvConfig.difficulty must be one of \['easy', 'paper'\], got 'hard'"),
+        (dict(knobs=[1]), r"EnvConfig.knobs must be a mapping"),
+        (dict(knobs={"rooms": 3}), r"EnvConfig.knobs has unknown knob\(s\) \['rooms'\]; known: \['num_receptacles'"),
+        (dict(knobs={"num_receptacles": 2}), r"EnvConfig.knobs.num_receptacles must be an int in \[3, 40\], got 2"),
+        (dict(knobs={"closed_fraction": 1.5}), r"EnvConfig.knobs.closed_fraction must be a number in \[0, 1\]"),
+        (dict(knobs={"task_types": ["pick_and_place", "juggle"]}), r"EnvConfig.knobs.task_types must be .* from \["),
+        (dict(knobs={"task_types": []}), r"EnvConfig.knobs.task_types must be a non-empty list"),
+        (
+            dict(name="shop", knobs={"catalogue_size": 5}),
+            r"EnvConfig.knobs.catalogue_size must be an int in \[10, 5000\]",
+        ),
+        (
+            dict(name="shop", knobs={"instruction_attributes": 3}),
+            r"EnvConfig.knobs.instruction_attributes must be an int in \[0, 2\], got 3",
+        ),
+        (dict(name="shop", knobs={"max_results": 2}), r"EnvConfig.knobs.max_results must be an int in \[3, 100\]"),
+    ],
+)
+def test_bad_values_name_the_field(changes, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        EnvConfig(**changes)
+
+
+def test_from_dict_rejects_unknown_keys():
+    with pytest.raises(ValueError, match=r"unknown EnvConfig field\(s\) \['horizn'\]"):
+        EnvConfig.from_dict({"name": "shop", "horizn": 15})
+    assert EnvConfig.from_dict({"name": "shop", "horizon": 15}) == EnvConfig(name="shop", horizon=15)
+
+
+def test_registry_lists_both_families():
+    assert FAMILIES.names() == ["household", "shop"]
+    with pytest.raises(ValueError, match="known: household, shop"):
+        FAMILIES.get("webshop")
+
+
+@pytest.mark.parametrize("name, horizon", [("household", 50), ("shop", 15)])
+def test_horizon_defaults_to_the_papers(name, horizon):
+    assert make_family(EnvConfig(name=name)).horizon == horizon
+    assert make_family(EnvConfig(name=name, horizon=7)).horizon == 7
+
+
+def test_overrides_change_single_knobs_of_the_preset():
+    family = make_family(EnvConfig(difficulty="paper", knobs={"num_receptacles": 8, "task_types": ("pick_and_place",)}))
+    assert family.knobs.num_receptacles == 8
+    assert family.knobs.task_types == ("pick_and_place",)
+    assert family.knobs.num_distractors == 16  # the paper preset's
+    rooms = [family.make(t).task for t in family.train_task_ids[:50]]
+    assert {len(task.receptacles) for task in rooms} == {8}
+    assert {task.task_type for task in rooms} == {"pick_and_place"}
