@@ -1,0 +1,115 @@
+"""The policy's configuration: model size or checkpoint, prompt shape and decoding, validated once."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+NAMES = ("tiny", "small", "path")
+DECODINGS = ("constrained", "free")
+DTYPES = ("float32", "bfloat16", "float16")
+DEVICES = ("auto", "cpu", "cuda")
+SIZE_FIELDS = ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size")
+MIN_PROMPT_TOKENS = 16
+"""Room for the prompt's fixed ending (task and "your action :") plus some observation."""
+
+MODEL_PRESETS: dict[str, dict[str, int]] = {
+    # The paper's 1.5B / 7B pair in miniature: about 0.46M and 1.8M parameters with a 500-word vocabulary.
+    "tiny": dict(hidden_size=128, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=384),
+    "small": dict(hidden_size=192, num_layers=4, num_heads=6, num_kv_heads=2, intermediate_size=576),
+}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Options of the policy LM, its prompt and its decoding.
+
+    The size fields left as None take the values of the preset ``name`` (``MODEL_PRESETS``); for
+    ``name="path"`` they must stay None because the checkpoint fixes them. Every field is checked in
+    ``__post_init__``; a bad value raises ``ValueError`` naming the field and what it may be.
+    """
+
+    name: str = "tiny"
+    """tiny | small: a randomly initialised Qwen2 with a word-level tokenizer; path: a Hugging Face checkpoint."""
+    path: str | None = None
+    """Directory or hub id of the checkpoint (with its tokenizer); required for name=path, else None."""
+    hidden_size: int | None = None
+    """Width d of the residual stream; divisible by num_heads."""
+    num_layers: int | None = None
+    """Number of decoder layers."""
+    num_heads: int | None = None
+    """Attention heads; hidden_size / num_heads must be even (rotary embeddings)."""
+    num_kv_heads: int | None = None
+    """Key/value heads (grouped-query attention); divides num_heads."""
+    intermediate_size: int | None = None
+    """Width of the SwiGLU MLP."""
+    max_prompt_tokens: int = 128
+    """Prompts are cut from the left to this many tokens, keeping the task and "your action :" ending."""
+    max_response_tokens: int = 12
+    """Free decoding stops here; constrained decoding always completes an admissible command."""
+    history_length: int = 2
+    """How many of the most recent (observation, action) pairs the prompt shows."""
+    show_admissible: bool = False
+    """List the admissible commands in the prompt (costs tokens; constrained decoding enforces them anyway)."""
+    decoding: str = "constrained"
+    """constrained: sampling masked to continuations of admissible commands; free: any tokens up to eos."""
+    dtype: str = "float32"
+    """Parameter dtype: float32 | bfloat16 | float16 (bfloat16 is slow on CPU)."""
+    device: str = "auto"
+    """auto: cuda when available, else cpu; cpu; cuda (fails at model creation when there is none)."""
+
+    def __post_init__(self) -> None:
+        _choice("name", self.name, NAMES)
+        _choice("decoding", self.decoding, DECODINGS)
+        _choice("dtype", self.dtype, DTYPES)
+        _choice("device", self.device, DEVICES)
+        if self.name == "path":
+            if not isinstance(self.path, str) or not self.path:
+                raise ValueError("ModelConfig.path must name a checkpoint directory or hub id when name='path'")
+            set_sizes = [field for field in SIZE_FIELDS if getattr(self, field) is not None]
+            if set_sizes:
+                raise ValueError(f"ModelConfig.{set_sizes[0]} must be None when name='path' (the checkpoint fixes it)")
+        else:
+            if self.path is not None:
+                raise ValueError(f"ModelConfig.path must be None when name={self.name!r}; use name='path' to load it")
+            for field, value in MODEL_PRESETS[self.name].items():
+                if getattr(self, field) is None:
+                    object.__setattr__(self, field, value)
+            for field in SIZE_FIELDS:
+                _positive_int(field, getattr(self, field))
+            if self.hidden_size % self.num_heads or (self.hidden_size // self.num_heads) % 2:
+                raise ValueError(
+                    f"ModelConfig.hidden_size ({self.hidden_size}) must be num_heads ({self.num_heads}) "
+                    "times an even head size"
+                )
+            if self.num_heads % self.num_kv_heads:
+                raise ValueError(
+                    f"ModelConfig.num_kv_heads ({self.num_kv_heads}) must divide num_heads ({self.num_heads})"
+                )
+        _positive_int("max_prompt_tokens", self.max_prompt_tokens, minimum=MIN_PROMPT_TOKENS)
+        _positive_int("max_response_tokens", self.max_response_tokens)
+        _positive_int("history_length", self.history_length, minimum=0)
+        if not isinstance(self.show_admissible, bool):
+            raise ValueError(f"ModelConfig.show_admissible must be true or false, got {self.show_admissible!r}")
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ModelConfig:
+        """Build from a mapping (e.g. a Hydra node), rejecting unknown keys by name."""
+        known = {field.name for field in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown ModelConfig field(s) {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _choice(field: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"ModelConfig.{field} must be one of {list(allowed)}, got {value!r}")
+
+
+def _positive_int(field: str, value: object, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"ModelConfig.{field} must be an int >= {minimum}, got {value!r}")

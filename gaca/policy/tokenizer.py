@@ -1,0 +1,67 @@
+"""A word-level tokenizer built from the environments' vocabulary with the `tokenizers` library."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable
+
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+PAD, EOS, BOS, UNK = "<pad>", "</s>", "<s>", "<unk>"
+SPECIAL_TOKENS = (PAD, EOS, BOS, UNK)
+"""Ids 0..3, in this order, in every word-level tokenizer."""
+
+
+def word_pre_tokenizer() -> pre_tokenizers.PreTokenizer:
+    """Split on whitespace, isolate every punctuation mark (ASCII ones such as [ ] . , : < > included)
+    and every digit, so any environment's text and any number map onto a small closed vocabulary."""
+    return pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.WhitespaceSplit(),
+            pre_tokenizers.Punctuation(behavior="isolated"),
+            pre_tokenizers.Digits(individual_digits=True),
+        ]
+    )
+
+
+def build_word_tokenizer(words: Iterable[str]) -> PreTrainedTokenizerFast:
+    """A WordLevel tokenizer: the special tokens, then the sorted pieces of ``words`` and the ten digits.
+
+    Each word is passed through the pre-tokenizer first, so a vocabulary entry such as "t-shirt" or
+    "b07abc" contributes the pieces the tokenizer will actually see ("t", "-", "shirt"; "b", "0", "7",
+    "abc"). The ids depend on the set of words only, not their order. Unknown words map to ``<unk>``.
+    Save it with ``save_pretrained`` and load it with ``load_tokenizer``.
+    """
+    pre_tokenizer = word_pre_tokenizer()
+    pieces = {piece for word in words for piece, _ in pre_tokenizer.pre_tokenize_str(word.lower())}
+    pieces.update("0123456789")  # digits are split one by one, so these ten spell every number
+    pieces.difference_update(SPECIAL_TOKENS)
+    vocab = {token: index for index, token in enumerate([*SPECIAL_TOKENS, *sorted(pieces)])}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    backend.normalizer = normalizers.Lowercase()
+    backend.pre_tokenizer = pre_tokenizer
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token=PAD,
+        eos_token=EOS,
+        bos_token=BOS,
+        unk_token=UNK,
+        padding_side="left",
+    )
+
+
+def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
+    """The tokenizer saved at ``path`` (a directory or hub id).
+
+    ``AutoTokenizer`` alone is not enough: transformers 5 forces its own Qwen2 tokenizer class onto any
+    directory whose config.json says qwen2, which would replace a saved word-level tokenizer's
+    pre-tokenizer. A tokenizer saved as a plain ``tokenizers`` backend is therefore loaded as one.
+    """
+    config_file = Path(path) / "tokenizer_config.json"
+    if config_file.is_file():
+        tokenizer_class = json.loads(config_file.read_text()).get("tokenizer_class")
+        if tokenizer_class in ("TokenizersBackend", "PreTrainedTokenizerFast"):
+            return PreTrainedTokenizerFast.from_pretrained(path)
+    return AutoTokenizer.from_pretrained(path)

@@ -1,0 +1,117 @@
+from dataclasses import dataclass, replace
+
+import pytest
+
+from gaca.policy.bc import (
+    bc_cache_key,
+    behaviour_clone,
+    cached_policy,
+    collect_demos,
+    load_cached_policy,
+    save_cached_policy,
+)
+from gaca.policy.config import ModelConfig
+from gaca.policy.generation import generate
+from gaca.policy.model import Policy
+from gaca.policy.prompt import build_prompt
+
+TARGETS = [
+    "go to cabinet 12",
+    "open drawer 3",
+    "take mug 1 from countertop 2",
+    "search[red cotton t-shirt]",
+    "click[b07abc]",
+    "buy now",
+    "examine apple 1",
+    "put knife 1 in fridge 1",
+]
+
+
+def test_cloning_say_x_reaches_full_accuracy(make_policy):
+    policy = make_policy(decoding="free", seed=1)
+    prompts = [build_prompt(f"say {target}", "you are in the kitchen .", [], None, 2) for target in TARGETS]
+    losses = behaviour_clone(policy, list(zip(prompts, TARGETS)) * 4, steps=80, lr=1e-2, batch_size=16, seed=0)
+    assert losses[-1] < 0.05 * losses[0]
+    # Free decoding must spell every target unaided (brackets restored through the admissible lists).
+    assert generate(policy, prompts, [TARGETS] * len(TARGETS), temperature=0.0).actions == TARGETS
+    constrained = Policy(policy.model, policy.tokenizer, replace(policy.config, decoding="constrained"))
+    assert generate(constrained, prompts, [TARGETS] * len(TARGETS), temperature=0.0).actions == TARGETS
+
+
+@dataclass
+class FakeObservation:
+    task: str
+    text: str
+    admissible: tuple[str, ...]
+
+
+@dataclass
+class FakeResult:
+    observation: FakeObservation
+    done: bool
+
+
+class CountingEnv:
+    """Walk to position 3 by 'step forward'; 'wait' does nothing."""
+
+    def __init__(self, task_id: int) -> None:
+        self.task_id = task_id
+
+    def observe(self) -> FakeObservation:
+        return FakeObservation(f"reach {3 + self.task_id}", f"you are at {self.position} .", ("step forward", "wait"))
+
+    def reset(self) -> FakeObservation:
+        self.position = 0
+        return self.observe()
+
+    def step(self, action: str) -> FakeResult:
+        self.position += action == "step forward"
+        return FakeResult(self.observe(), self.position == 3 + self.task_id)
+
+    def expert_action(self) -> str:
+        return "step forward"
+
+
+def test_expert_demos_follow_the_expert_with_history():
+    demos = collect_demos(CountingEnv, [0, 1], noise=0.0, config=ModelConfig(history_length=1), max_steps=10)
+    assert [action for _, action in demos] == ["step forward"] * 7
+    assert "now at step 1" in demos[0][0] and "prior" not in demos[0][0]
+    assert "[ observation 2 : you are at 1 . action 2 : step forward ]" in demos[2][0]
+    assert demos[2][0].endswith("your task is to : reach 3 . your action :")
+
+
+def test_noise_takes_random_admissible_actions_and_is_seeded():
+    config = ModelConfig(show_admissible=True)
+    noisy = collect_demos(CountingEnv, [0] * 5, noise=1.0, config=config, max_steps=4, seed=3)
+    assert len(noisy) <= 20 and {action for _, action in noisy} == {"step forward", "wait"}
+    assert "admissible actions : [ step forward , wait ]" in noisy[0][0]
+    assert noisy == collect_demos(CountingEnv, [0] * 5, noise=1.0, config=config, max_steps=4, seed=3)
+    with pytest.raises(ValueError, match="noise"):
+        collect_demos(CountingEnv, [0], noise=1.5, config=config, max_steps=4)
+
+
+def test_cache_key_is_canonical():
+    assert bc_cache_key({"a": 1, "b": [1, 2]}) == bc_cache_key({"b": [1, 2], "a": 1})
+    assert bc_cache_key({"a": 1}) != bc_cache_key({"a": 2})
+    assert len(bc_cache_key({})) == 64
+
+
+def test_cached_policy_builds_once_and_publishes_atomically(make_policy, tmp_path):
+    built = []
+
+    def build():
+        built.append(1)
+        return make_policy(seed=5)
+
+    first = cached_policy(tmp_path, {"noise": 0.3}, build)
+    second = cached_policy(tmp_path, {"noise": 0.3}, build)
+    assert len(built) == 1
+    assert [p.name for p in tmp_path.iterdir()] == [bc_cache_key({"noise": 0.3})]
+    prompt = ["you see a mug . your action :"]
+    assert generate(first, prompt, [["go to cabinet 1", "open drawer 2"]], 0.0) == generate(
+        second, prompt, [["go to cabinet 1", "open drawer 2"]], 0.0
+    )
+    # A second publisher of the same key keeps the first copy and leaves no staging directory behind.
+    save_cached_policy(make_policy(seed=6), tmp_path, bc_cache_key({"noise": 0.3}))
+    assert len(list(tmp_path.iterdir())) == 1
+    assert load_cached_policy(tmp_path, "missing") is None
