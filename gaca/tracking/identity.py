@@ -1,0 +1,61 @@
+"""A run's identity: a stable hash of what determines its result, and nothing else."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any, Mapping
+
+# Where a run is logged, written or dispatched does not change what it computes.
+NOT_IDENTITY = ("tracking", "output_dir", "resume", "block", "hydra", "launcher")
+NOT_IDENTITY_TRAINER = ("estimated_cpu_minutes", "estimated_gpu_hours", "transcripts", "preset", "threads")
+NOT_IDENTITY_MODEL = ("device",)
+
+
+def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The config with identity-free keys dropped and equivalent estimator settings made equal.
+
+    When the criticality is constant (``detector=uniform``, or the modulation off) the gate is
+    lambda0 everywhere, so the detector, alpha_c and the random seed do not matter: the uniform
+    control, a lambda0-sweep entry and "modulation 0" are one configuration and run once. The
+    gate parameters do not matter for grpo or gigpo either.
+    """
+    canonical = {k: copy.deepcopy(v) for k, v in config.items() if k not in NOT_IDENTITY}
+    for key in NOT_IDENTITY_TRAINER:
+        canonical.get("trainer", {}).pop(key, None)
+    for key in NOT_IDENTITY_MODEL:
+        canonical.get("model", {}).pop(key, None)
+    algorithm = canonical.get("algorithm")
+    if isinstance(algorithm, dict):
+        method = algorithm.get("method")
+        gate = ("lambda0", "alpha_lambda", "beta_lambda", "alpha_c", "detector", "seed")
+        if method == "grpo":
+            for key in gate + ("gamma", "step_weight", "singleton_fallback"):
+                algorithm.pop(key, None)
+        elif method == "gigpo":
+            for key in gate:
+                algorithm.pop(key, None)
+        elif algorithm.get("detector") == "uniform" or algorithm.get("alpha_lambda") == algorithm.get("beta_lambda") == 0:
+            algorithm.update(detector="uniform", alpha_lambda=0.0, beta_lambda=0.0, alpha_c=1.0)
+            algorithm.pop("seed", None)
+        elif algorithm.get("detector") != "random":
+            algorithm.pop("seed", None)
+    return canonical
+
+
+def run_key(config: Mapping[str, Any]) -> str:
+    """16 hex digits of SHA-256 over the canonical config as sorted JSON."""
+    text = json.dumps(_normalize(canonical_config(config)), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _normalize(value: Any) -> Any:
+    """Ints and floats that are equal hash equally (0 and 0.0 from YAML)."""
+    if isinstance(value, dict):
+        return {k: _normalize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_normalize(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value

@@ -1,0 +1,223 @@
+"""Options of the group-rollout PPO trainer, and the run config that ties every part together."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
+
+from gaca.envs import EnvConfig
+from gaca.estimators import AdvantageConfig
+from gaca.policy.config import ModelConfig
+
+INITS = ("bc", "scratch")
+
+
+@dataclass(frozen=True)
+class BehaviourCloningConfig:
+    """The ``init=bc`` base policy: cloned from noisy planner demonstrations (an instruct-model stand-in)."""
+
+    episodes: int = 256
+    """Demonstration episodes on training tasks."""
+    noise: float = 0.5
+    """Probability that a demonstration step takes a random admissible action instead of the planner's."""
+    steps: int = 300
+    """Optimizer steps of cross-entropy on the demonstrated actions."""
+    lr: float = 3e-3
+    """AdamW learning rate of cloning."""
+    batch_size: int = 64
+    """Demonstration steps per cloning batch."""
+
+    def __post_init__(self) -> None:
+        _int_at_least("trainer.bc.episodes", self.episodes, 1)
+        _number_in("trainer.bc.noise", self.noise, 0.0, 1.0, "in [0, 1]")
+        _int_at_least("trainer.bc.steps", self.steps, 0)
+        _number_in("trainer.bc.lr", self.lr, 0.0, 1.0, "in (0, 1]", low_open=True)
+        _int_at_least("trainer.bc.batch_size", self.batch_size, 1)
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    """Group-rollout PPO (the paper's Eq. 1 with verl-agent's settings unless noted)."""
+
+    preset: str = "default"
+    """Name of the preset this came from (quick, default, paper); informational."""
+    iterations: int = 30
+    """Training iterations; each collects one batch of group rollouts and updates on it."""
+    tasks_per_iteration: int = 8
+    """Distinct training tasks per iteration (verl-agent: 16)."""
+    group_size: int = 8
+    """Rollouts per task, the G of the group normalisation (the paper's 8), >= 2."""
+    ppo_epochs: int = 1
+    """Passes over the batch per iteration."""
+    minibatch_size: int = 256
+    """Step rows per gradient step."""
+    lr: float = 1e-3
+    """AdamW learning rate (the paper's 1e-6 is for a 1.5B model; a tiny model needs far more)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    clip_ratio: float = 0.2
+    """PPO clip range epsilon of Eq. 1."""
+    clip_ratio_c: float | None = 3.0
+    """Dual-clip constant (> 1) bounding the loss of negative advantages (verl's 3.0); None disables it."""
+    kl_coef: float = 0.01
+    """beta_KL: weight of the low_var_kl penalty to the frozen reference policy."""
+    entropy_coef: float = 0.0
+    """Weight of an entropy bonus (0 = none, as verl-agent)."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clip."""
+    rollout_temperature: float = 1.0
+    """Sampling temperature of training rollouts."""
+    eval_temperature: float = 0.4
+    """Sampling temperature of evaluation (verl-agent's validation setting)."""
+    eval_every: int = 5
+    """Evaluate on the held-out tasks every this many iterations (and before the first and after the last)."""
+    num_eval_tasks: int | None = None
+    """Evaluate on the first n held-out tasks; None = all of env.num_eval_tasks."""
+    checkpoint_every: int = 5
+    """Write a checkpoint every this many iterations (and after the last); 0 = only at the end."""
+    init: str = "bc"
+    """bc: start from the cloned base policy; scratch: from the random initialisation."""
+    bc: BehaviourCloningConfig = field(default_factory=BehaviourCloningConfig)
+    """How the bc base policy is made (cached by these values, the env and the model)."""
+    threads: int | None = 1
+    """torch intra-op threads; 1 keeps parallel sweep jobs from fighting over cores; None = torch's default."""
+    transcripts: int = 3
+    """Evaluation transcripts saved as text artifacts at each evaluation."""
+    estimated_cpu_minutes: float = 3.0
+    """Wall-clock estimate of one run on 2 CPU cores, used by sweep --dry-run."""
+    estimated_gpu_hours: float = 0.0
+    """GPU-hour estimate of one run (paper preset), used by sweep --dry-run."""
+
+    def __post_init__(self) -> None:
+        _int_at_least("trainer.iterations", self.iterations, 1)
+        _int_at_least("trainer.tasks_per_iteration", self.tasks_per_iteration, 1)
+        _int_at_least("trainer.group_size", self.group_size, 2, why=" (group normalisation needs two rollouts)")
+        _int_at_least("trainer.ppo_epochs", self.ppo_epochs, 1)
+        _int_at_least("trainer.minibatch_size", self.minibatch_size, 1)
+        _number_in("trainer.lr", self.lr, 0.0, 1.0, "in (0, 1]", low_open=True)
+        _number_in("trainer.weight_decay", self.weight_decay, 0.0, 1.0, "in [0, 1]")
+        _number_in("trainer.clip_ratio", self.clip_ratio, 0.0, 1.0, "in (0, 1)", low_open=True)
+        if self.clip_ratio_c is not None:
+            _number_in("trainer.clip_ratio_c", self.clip_ratio_c, 1.0, math.inf, "> 1 or null", low_open=True)
+        _number_in("trainer.kl_coef", self.kl_coef, 0.0, math.inf, ">= 0")
+        _number_in("trainer.entropy_coef", self.entropy_coef, 0.0, math.inf, ">= 0")
+        _number_in("trainer.max_grad_norm", self.max_grad_norm, 0.0, math.inf, "> 0", low_open=True)
+        _number_in("trainer.rollout_temperature", self.rollout_temperature, 0.0, 10.0, "in (0, 10]", low_open=True)
+        _number_in("trainer.eval_temperature", self.eval_temperature, 0.0, 10.0, "in [0, 10] (0 = greedy)")
+        _int_at_least("trainer.eval_every", self.eval_every, 1)
+        if self.num_eval_tasks is not None:
+            _int_at_least("trainer.num_eval_tasks", self.num_eval_tasks, 1)
+        _int_at_least("trainer.checkpoint_every", self.checkpoint_every, 0)
+        if self.init not in INITS:
+            raise ValueError(f"trainer.init must be one of {list(INITS)}, got {self.init!r}")
+        _int_at_least("trainer.transcripts", self.transcripts, 0)
+        if self.threads is not None:
+            _int_at_least("trainer.threads", self.threads, 1)
+        _number_in("trainer.estimated_cpu_minutes", self.estimated_cpu_minutes, 0.0, math.inf, ">= 0")
+        _number_in("trainer.estimated_gpu_hours", self.estimated_gpu_hours, 0.0, math.inf, ">= 0")
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "TrainerConfig":
+        values = dict(values)
+        _reject_unknown("trainer", values, cls)
+        bc = values.pop("bc", None) or {}
+        _reject_unknown("trainer.bc", bc, BehaviourCloningConfig)
+        return cls(**values, bc=BehaviourCloningConfig(**bc))
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    """Where a run is logged (MLflow). Not part of the run's identity."""
+
+    experiment: str = "gaca"
+    """MLflow experiment name."""
+    uri: str | None = None
+    """Tracking URI; None = $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in the working folder."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.experiment, str) or not self.experiment.strip():
+            raise ValueError(f"tracking.experiment must be a non-empty string, got {self.experiment!r}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything one training run needs; built from the composed Hydra config by ``from_dict``."""
+
+    algorithm: AdvantageConfig
+    env: EnvConfig
+    model: ModelConfig
+    trainer: TrainerConfig
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    seed: int = 0
+    """Seed of the policy initialisation, rollouts and PPO (the paper's 0, 1, 2)."""
+    block: str = "adhoc"
+    """The ablation block this run belongs to (sweeps set it; a single run is adhoc)."""
+    output_dir: str = "runs"
+    """Where checkpoints and the bc cache are written (relative to the working folder)."""
+    resume: bool = True
+    """Continue from this run's last checkpoint when one exists."""
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "RunConfig":
+        """Validate a plain mapping (e.g. ``OmegaConf.to_container(cfg, resolve=True)``).
+
+        Raises ``ValueError`` whose message names the offending key, e.g. ``trainer.group_size``.
+        """
+        values = dict(values)
+        _reject_unknown("config", values, cls, extra=("hydra",))
+        for key in ("algorithm", "env", "model", "trainer"):
+            if key not in values:
+                raise ValueError(f"config.{key} is missing; compose it from conf/ (e.g. {key}=...)")
+        try:
+            algorithm = AdvantageConfig.from_dict(_plain(values["algorithm"], "algorithm"))
+        except ValueError as error:
+            raise ValueError(f"algorithm: {error}") from None
+        try:
+            env = EnvConfig.from_dict(_plain(values["env"], "env"))
+        except ValueError as error:
+            raise ValueError(f"env: {error}") from None
+        try:
+            model = ModelConfig(**_plain(values["model"], "model"))
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"model: {error}") from None
+        trainer = TrainerConfig.from_dict(_plain(values["trainer"], "trainer"))
+        tracking = TrackingConfig(**_plain(values.get("tracking") or {}, "tracking"))
+        seed = values.get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+        block = values.get("block", "adhoc")
+        if not isinstance(block, str) or not block:
+            raise ValueError(f"block must be a non-empty string, got {block!r}")
+        resume = values.get("resume", True)
+        if not isinstance(resume, bool):
+            raise ValueError(f"resume must be true or false, got {resume!r}")
+        return cls(algorithm, env, model, trainer, tracking, seed, block, str(values.get("output_dir", "runs")), resume)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _plain(value: Any, key: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{key} must be a mapping of options, got {value!r}")
+    return dict(value)
+
+
+def _reject_unknown(prefix: str, values: Mapping[str, Any], cls: type, extra: tuple[str, ...] = ()) -> None:
+    known = {f.name for f in fields(cls)} | set(extra)
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown key(s) {[f'{prefix}.{k}' for k in unknown]}; known: {sorted(known - set(extra))}")
+
+
+def _int_at_least(key: str, value: object, low: int, why: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{key} must be an int >= {low}{why}, got {value!r}")
+
+
+def _number_in(key: str, value: object, low: float, high: float, allowed: str, low_open: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ValueError(f"{key} must be a number {allowed}, got {value!r}")
+    if (value <= low if low_open else value < low) or value > high:
+        raise ValueError(f"{key} must be {allowed}, got {value!r}")

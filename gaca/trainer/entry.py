@@ -1,0 +1,61 @@
+"""`gaca train [overrides]`: compose conf/train.yaml with Hydra, validate, train."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+
+class ConfigError(ValueError):
+    """A composed config that fails validation; the message names the key."""
+
+
+def resolve(cfg: DictConfig) -> dict[str, Any]:
+    """The composed config as plain data, Hydra's own node removed."""
+    try:
+        resolved = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except MissingMandatoryValue as error:
+        raise ConfigError(f"{error.full_key} is required (it has no default); set it with {error.full_key}=...") from None
+    resolved.pop("hydra", None)
+    return resolved
+
+
+def validate(cfg: DictConfig):
+    """(RunConfig, resolved dict) or ConfigError naming the key."""
+    from gaca.trainer.config import RunConfig
+
+    resolved = resolve(cfg)
+    try:
+        return RunConfig.from_dict(resolved), resolved
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+
+
+def train_task(cfg: DictConfig) -> float | None:
+    """The Hydra task function (single runs and multirun jobs): returns the final eval success."""
+    from gaca.trainer.loop import train
+
+    run, resolved = validate(cfg)
+    return train(run, resolved).final_eval_success
+
+
+def main(argv: list[str]) -> int:
+    import hydra
+
+    @hydra.main(config_path=str(CONF_DIR), config_name="train", version_base=None)
+    def app(cfg: DictConfig) -> float | None:
+        try:
+            return train_task(cfg)
+        except ConfigError as error:
+            print(f"gaca train: invalid config: {error}", file=sys.stderr)
+            sys.exit(2)
+
+    sys.argv = ["gaca train", *argv]
+    app()
+    return 0

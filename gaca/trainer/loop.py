@@ -1,0 +1,269 @@
+"""The group-rollout PPO loop (the paper's Algorithm 1 on the CPU backend): sample tasks, roll out
+G episodes each, estimate advantages, update, evaluate, checkpoint, log.
+
+Every random draw of iteration i comes from generators seeded by (seed, i, purpose), so a run
+resumed from the checkpoint after iteration i repeats exactly what an uninterrupted run does.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from gaca.envs import EnvFamily, make_family
+from gaca.estimators import compute_advantages, mean_token_nll
+from gaca.policy.bc import behaviour_clone, cached_policy, collect_demos
+from gaca.policy.model import Policy
+from gaca.trainer.checkpoint import load_checkpoint, save_checkpoint
+from gaca.trainer.config import RunConfig
+from gaca.trainer.ppo import pad_rows, ppo_update
+from gaca.trainer.progress import Progress
+from gaca.trainer.rollout import Rollouts, collect_rollouts
+from gaca.tracking.identity import run_key
+from gaca.tracking.run import RunLogger, find_run, flatten
+from gaca.tracking.store import prepare_store, resolve_tracking_uri
+
+CRITICALITY_BINS = np.linspace(0.0, 4.0, 41)
+"""Fixed bins of the criticality histogram artifact (diag/criticality_hist.csv)."""
+
+PURPOSE_TASKS, PURPOSE_ROLLOUT, PURPOSE_UPDATE, PURPOSE_EVAL = 1, 2, 3, 4
+
+
+def seed_for(seed: int, iteration: int, purpose: int) -> int:
+    return int(np.random.SeedSequence([seed, iteration, purpose]).generate_state(1)[0])
+
+
+@dataclass
+class TrainResult:
+    run_id: str | None
+    run_key: str
+    final_eval_success: float | None
+    skipped: bool = False
+    """True when a finished run with the same key was already in MLflow."""
+    curve: list[tuple[int, float]] | None = None
+    """(iteration, eval success) of this invocation's evaluations."""
+
+
+def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy:
+    """The starting policy: the seeded random init, or its behaviour clone (cached by config)."""
+    vocabulary = sorted(family.vocabulary())
+    if run.trainer.init == "scratch":
+        return Policy.create(run.model, vocabulary, seed=run.seed)
+
+    def build() -> Policy:
+        policy = Policy.create(run.model, vocabulary, seed=run.seed)
+        bc = run.trainer.bc
+        rng = np.random.default_rng(seed_for(run.seed, 0, PURPOSE_TASKS))
+        tasks = rng.choice(family.train_task_ids, size=bc.episodes, replace=bc.episodes > len(family.train_task_ids))
+        demos = collect_demos(
+            family.make, [int(t) for t in tasks], noise=bc.noise, config=run.model, max_steps=family.horizon, seed=run.seed
+        )
+        behaviour_clone(policy, demos, bc.steps, bc.lr, bc.batch_size, run.seed)
+        return policy
+
+    key = {"env": run.env.to_dict(), "model": run.model.to_dict(), "bc": run.trainer.bc.__dict__, "seed": run.seed}
+    return cached_policy(cache_dir, key, build)
+
+
+def evaluate(policy: Policy, family: EnvFamily, run: RunConfig, iteration: int) -> Rollouts:
+    """One episode per held-out task at the evaluation temperature (the same tasks for every run)."""
+    tasks = list(family.eval_task_ids)[: run.trainer.num_eval_tasks or None]
+    generator = policy.generator(seed_for(run.seed, iteration, PURPOSE_EVAL))
+    return collect_rollouts(
+        policy, family, tasks, 1, run.trainer.eval_temperature, generator, transcripts=run.trainer.transcripts
+    )
+
+
+def eval_metrics(rollouts: Rollouts) -> dict[str, float]:
+    episodes = rollouts.episodes
+    return {
+        "eval/success_rate": rollouts.success_rate,
+        "eval/return_mean": float(np.mean([e.total_return for e in episodes])),
+        "eval/episode_length": float(np.mean([e.length for e in episodes])),
+    }
+
+
+def outcomes_csv(rollouts: Rollouts, iteration: int) -> str:
+    out = io.StringIO()
+    out.write("iteration,task_id,success,return,length\n")
+    for e in rollouts.episodes:
+        out.write(f"{iteration},{e.task_id},{int(e.won)},{e.total_return:.6g},{e.length}\n")
+    return out.getvalue()
+
+
+def transcripts_text(rollouts: Rollouts) -> str:
+    return "\n\n".join("\n".join(e.transcript) + f"\n[won={e.won} return={e.total_return:.3g}]" for e in rollouts.episodes if e.transcript)
+
+
+def log_evaluation(logger: RunLogger, rollouts: Rollouts, iteration: int) -> None:
+    logger.log_text(outcomes_csv(rollouts, iteration), f"eval/outcomes_{iteration:05d}.csv")
+    text = transcripts_text(rollouts)
+    if text:
+        logger.log_text(text, f"transcripts/eval_{iteration:05d}.txt")
+
+
+class Interrupted(RuntimeError):
+    """Raised by ``train(..., stop_after=i)`` right after iteration i's checkpoint (simulated preemption)."""
+
+
+def train(
+    run: RunConfig, resolved: dict[str, Any], quiet: bool | None = None, stop_after: int | None = None
+) -> TrainResult:
+    """Train one run end to end; ``resolved`` is the plain config it was built from (for params and the key).
+
+    A finished run with the same key in MLflow is skipped; an unfinished one is resumed from its
+    last checkpoint into the same MLflow run. ``stop_after`` stops the run like a preemption after
+    that iteration's checkpoint (the MLflow run is left KILLED, to be resumed).
+    """
+    if run.trainer.threads is not None:
+        torch.set_num_threads(run.trainer.threads)
+    key = run_key(resolved)
+    uri = resolve_tracking_uri(run.tracking.uri)
+    experiment_id = prepare_store(uri, run.tracking.experiment)
+    from mlflow.tracking import MlflowClient
+
+    existing = find_run(MlflowClient(tracking_uri=uri), experiment_id, key)
+    if existing is not None and existing.status == "FINISHED":
+        print(f"run {key} is already finished in MLflow (run {existing.run_id}); skipping", file=sys.stderr)
+        return TrainResult(existing.run_id, key, None, skipped=True)
+
+    family = make_family(run.env)
+    output = Path(run.output_dir)
+    checkpoint_dir = output / key
+    checkpoint = load_checkpoint(checkpoint_dir) if run.resume else None
+    if existing is None or checkpoint is None or checkpoint.state.get("run_id") != existing.run_id:
+        checkpoint = None  # a checkpoint of a run MLflow does not know (or no run) starts over
+    initial = initial_policy(run, family, output / "bc-cache")
+    policy = checkpoint.policy if checkpoint else initial
+    reference = None
+    if run.trainer.kl_coef > 0:
+        reference = copy.deepcopy(initial) if checkpoint is None else initial
+        reference.model.requires_grad_(False)
+    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=run.trainer.lr, weight_decay=run.trainer.weight_decay)
+    start = 0
+    histogram = np.zeros(len(CRITICALITY_BINS) - 1)
+    if checkpoint:
+        optimizer.load_state_dict(checkpoint.state["optimizer"])
+        histogram = checkpoint.state["criticality_hist"]
+        start = checkpoint.iteration
+
+    tags = {
+        "gaca.block": run.block,
+        "gaca.method": run.algorithm.method,
+        "gaca.env": run.env.name,
+        "gaca.seed": str(run.seed),
+        "gaca.scale": run.model.name if run.model.name != "path" else Path(run.model.path).name,
+    }
+    run_name = f"{run.algorithm.method}-{run.env.name}-{tags['gaca.scale']}-s{run.seed}-{key[:6]}"
+    logger = RunLogger.open(
+        uri, run.tracking.experiment, key, run_name, tags, flatten(resolved),
+        resume_run_id=existing.run_id if existing else None,
+    )
+    if existing is None:
+        logger.log_text(_yaml(resolved), "config.yaml")
+    trainer = run.trainer
+    progress = Progress(trainer.iterations, start, quiet=quiet)
+    curve: list[tuple[int, float]] = []
+    final_success = None
+    try:
+        if start == 0:
+            evaluation = evaluate(policy, family, run, 0)
+            logger.log_metrics(eval_metrics(evaluation), step=0)
+            log_evaluation(logger, evaluation, 0)
+            curve.append((0, evaluation.success_rate))
+            final_success = evaluation.success_rate
+        for iteration in range(start + 1, trainer.iterations + 1):
+            began = time.perf_counter()
+            rng = np.random.default_rng(seed_for(run.seed, iteration, PURPOSE_TASKS))
+            tasks = rng.choice(family.train_task_ids, size=trainer.tasks_per_iteration, replace=False)
+            rollouts = collect_rollouts(
+                policy, family, [int(t) for t in tasks], trainer.group_size, trainer.rollout_temperature,
+                policy.generator(seed_for(run.seed, iteration, PURPOSE_ROLLOUT)),
+            )
+            rows = rollouts.rows
+            estimator_began = time.perf_counter()
+            old = pad_rows(rows.logprobs, max(len(r) for r in rows.logprobs))
+            mask = (pad_rows([[1.0] * len(r) for r in rows.logprobs], old.shape[1]))
+            advantage = compute_advantages(
+                group=rows.group, traj=rows.traj, step=rows.step, reward=rows.reward,
+                anchor=rows.anchor, nll=mean_token_nll(old, mask), config=run.algorithm,
+            )
+            estimator_seconds = time.perf_counter() - estimator_began
+            update_began = time.perf_counter()
+            stats = ppo_update(
+                policy, reference, optimizer, rows, advantage.advantages, trainer,
+                torch.Generator().manual_seed(seed_for(run.seed, iteration, PURPOSE_UPDATE)),
+            )
+            update_seconds = time.perf_counter() - update_began
+            if advantage.criticality is not None:
+                histogram += np.histogram(advantage.criticality.numpy(), bins=CRITICALITY_BINS)[0]
+            elapsed = time.perf_counter() - began
+            episodes = rollouts.episodes
+            metrics = {
+                "train/success_rate": rollouts.success_rate,
+                "train/return_mean": float(np.mean([e.total_return for e in episodes])),
+                "train/episode_length": float(np.mean([e.length for e in episodes])),
+                "train/invalid_action_rate": float(np.mean(rows.invalid)),
+                "loss/policy": stats.policy_loss,
+                "loss/kl": stats.kl,
+                "loss/clip_frac": stats.clip_frac,
+                "loss/entropy": stats.entropy,
+                "loss/grad_norm": stats.grad_norm,
+                **{f"diag/{k}": v for k, v in advantage.diagnostics.items()},
+                "perf/iteration_s": elapsed,
+                "perf/env_s": rollouts.env_seconds,
+                "perf/generation_s": rollouts.generation_seconds,
+                "perf/update_s": update_seconds,
+                "perf/estimator_s": estimator_seconds,
+                "perf/env_steps_per_s": len(rows) / max(rollouts.env_seconds, 1e-9),
+                "perf/tokens_per_s": rollouts.generated_tokens / max(rollouts.generation_seconds, 1e-9),
+                "perf/train_tokens_per_s": stats.tokens / max(update_seconds, 1e-9),
+            }
+            evaluation = None
+            if iteration % trainer.eval_every == 0 or iteration == trainer.iterations:
+                evaluation = evaluate(policy, family, run, iteration)
+                metrics.update(eval_metrics(evaluation))
+                curve.append((iteration, evaluation.success_rate))
+                final_success = evaluation.success_rate
+            logger.log_metrics(metrics, step=iteration)
+            if evaluation is not None:
+                log_evaluation(logger, evaluation, iteration)
+            last = iteration == trainer.iterations
+            if last or (trainer.checkpoint_every and iteration % trainer.checkpoint_every == 0):
+                state = {"optimizer": optimizer.state_dict(), "run_id": logger.run_id, "criticality_hist": histogram}
+                save_checkpoint(checkpoint_dir, iteration, policy, state)
+            progress.update(iteration, rollouts.success_rate, evaluation.success_rate if evaluation else None)
+            if stop_after is not None and iteration >= stop_after:
+                raise Interrupted(f"stopped after iteration {iteration}")
+        if final_success is None:  # resumed after the last iteration's checkpoint
+            final_success = evaluate(policy, family, run, trainer.iterations).success_rate
+        if run.algorithm.method == "gaca":
+            logger.log_text(_histogram_csv(histogram), "diag/criticality_hist.csv")
+        logger.log_metrics({"final/eval_success_rate": final_success}, step=trainer.iterations)
+        logger.finish("FINISHED")
+    except BaseException as error:
+        logger.finish("KILLED" if isinstance(error, (KeyboardInterrupt, Interrupted)) else "FAILED")
+        raise
+    finally:
+        progress.close()
+    return TrainResult(logger.run_id, key, final_success, curve=curve)
+
+
+def _histogram_csv(histogram: np.ndarray) -> str:
+    lines = ["bin_left,bin_right,count"]
+    lines += [f"{lo:.2f},{hi:.2f},{int(c)}" for lo, hi, c in zip(CRITICALITY_BINS[:-1], CRITICALITY_BINS[1:], histogram)]
+    return "\n".join(lines) + "\n"
+
+
+def _yaml(config: dict[str, Any]) -> str:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_yaml(OmegaConf.create(config))

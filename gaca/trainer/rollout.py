@@ -1,0 +1,122 @@
+"""Group rollouts: every live environment acts in one generation batch per step; one row per agent step."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+
+from gaca.envs import EnvFamily, VectorEnv
+from gaca.policy.generation import generate
+from gaca.policy.model import Policy
+from gaca.policy.prompt import observation_prompt
+
+
+@dataclass
+class StepRows:
+    """The step rows of a batch of episodes (ESTIMATOR-SPEC "Data"), in collection order."""
+
+    group: list[int] = field(default_factory=list)
+    """Prompt-group id: the index of the task within the batch."""
+    traj: list[int] = field(default_factory=list)
+    """Episode index within the batch."""
+    step: list[int] = field(default_factory=list)
+    reward: list[float] = field(default_factory=list)
+    anchor: list[str] = field(default_factory=list)
+    invalid: list[bool] = field(default_factory=list)
+    prompt_ids: list[list[int]] = field(default_factory=list)
+    response_ids: list[list[int]] = field(default_factory=list)
+    logprobs: list[list[float]] = field(default_factory=list)
+    """Old log-probs of the response tokens, as sampled."""
+    allowed: list[list[list[int]]] | None = field(default_factory=list)
+    """Constrained decoding: the ids each response token was chosen among; None for free decoding."""
+
+    def __len__(self) -> int:
+        return len(self.reward)
+
+
+@dataclass
+class Episode:
+    task_id: int
+    group: int
+    won: bool = False
+    total_return: float = 0.0
+    length: int = 0
+    invalid_actions: int = 0
+    transcript: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Rollouts:
+    rows: StepRows
+    episodes: list[Episode]
+    env_seconds: float
+    generation_seconds: float
+    generated_tokens: int
+
+    @property
+    def success_rate(self) -> float:
+        return sum(e.won for e in self.episodes) / len(self.episodes)
+
+
+def collect_rollouts(
+    policy: Policy,
+    family: EnvFamily,
+    task_ids: Sequence[int],
+    group_size: int,
+    temperature: float,
+    generator: torch.Generator,
+    transcripts: int = 0,
+) -> Rollouts:
+    """Play ``group_size`` episodes of each task until all are done (success or horizon).
+
+    Episode ``k`` plays task ``task_ids[k // group_size]``. At every step the prompts of all live
+    episodes go through ``generate`` together. The first ``transcripts`` episodes keep a text log.
+    """
+    envs = VectorEnv(family, [task_id for task_id in task_ids for _ in range(group_size)])
+    start = time.perf_counter()
+    observations = envs.reset()
+    env_seconds = time.perf_counter() - start
+    generation_seconds, generated_tokens = 0.0, 0
+    histories: list[list[tuple[str, str]]] = [[] for _ in observations]
+    episodes = [Episode(task_id, k // group_size) for k, task_id in enumerate(envs.task_ids)]
+    for k in range(min(transcripts, len(episodes))):
+        episodes[k].transcript.append(f"task {episodes[k].task_id}: {observations[k].task}\n{observations[k].text}")
+    rows = StepRows(allowed=[] if policy.config.decoding == "constrained" else None)
+    while any(envs.alive):
+        live = [k for k, alive in enumerate(envs.alive) if alive]
+        prompts = [observation_prompt(observations[k], histories[k], policy.config) for k in live]
+        start = time.perf_counter()
+        generation = generate(policy, prompts, [observations[k].admissible for k in live], temperature, generator)
+        generation_seconds += time.perf_counter() - start
+        generated_tokens += sum(len(ids) for ids in generation.response_ids)
+        actions: list[str | None] = [None] * len(envs)
+        for j, k in enumerate(live):
+            actions[k] = generation.actions[j]
+        start = time.perf_counter()
+        results = envs.step(actions)
+        env_seconds += time.perf_counter() - start
+        for j, k in enumerate(live):
+            result, observation, episode = results[k], observations[k], episodes[k]
+            rows.group.append(episode.group)
+            rows.traj.append(k)
+            rows.step.append(episode.length)
+            rows.reward.append(result.reward)
+            rows.anchor.append(observation.anchor)
+            rows.invalid.append(result.invalid)
+            rows.prompt_ids.append(generation.prompt_ids[j])
+            rows.response_ids.append(generation.response_ids[j])
+            rows.logprobs.append(generation.logprobs[j])
+            if rows.allowed is not None:
+                rows.allowed.append(generation.allowed[j])
+            episode.length += 1
+            episode.total_return += result.reward
+            episode.won = episode.won or result.won
+            episode.invalid_actions += result.invalid
+            if episode.transcript:
+                episode.transcript.append(f"> {actions[k]}\n{result.observation.text}")
+            histories[k].append((observation.text, actions[k]))
+            observations[k] = result.observation
+    return Rollouts(rows, episodes, env_seconds, generation_seconds, generated_tokens)

@@ -1,0 +1,46 @@
+"""Tiny training configs composed through the real Hydra config tree, and an isolated MLflow store."""
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+
+from gaca.trainer.entry import CONF_DIR, validate
+
+# Seconds, not minutes: a short horizon, two tasks, a few evaluation tasks, a token BC init.
+TINY = [
+    "trainer=quick",
+    "trainer.iterations=4",
+    "trainer.tasks_per_iteration=2",
+    "trainer.group_size=4",
+    "trainer.eval_every=2",
+    "trainer.num_eval_tasks=4",
+    "trainer.checkpoint_every=2",
+    "trainer.bc.episodes=4",
+    "trainer.bc.steps=3",
+    "env.horizon=6",
+    "env.num_train_tasks=64",
+    "model.max_prompt_tokens=48",
+]
+
+
+def _compose_run(*overrides: str):
+    with initialize_config_dir(str(CONF_DIR), version_base=None):
+        cfg = compose("train", overrides=[*TINY, *overrides])
+    return validate(cfg)
+
+
+@pytest.fixture
+def compose_run():
+    """compose_run(*overrides) -> (RunConfig, resolved dict) of the TINY config plus overrides."""
+    return _compose_run
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """A fresh working folder with its own SQLite store; torch settings restored afterwards."""
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    threads = torch.get_num_threads()
+    yield tmp_path, uri
+    torch.set_num_threads(threads)

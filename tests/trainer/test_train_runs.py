@@ -1,0 +1,100 @@
+"""End-to-end tiny training runs: the tracking contract, resume equivalence, skipping finished runs."""
+
+import csv
+import io
+
+import pytest
+import torch
+from mlflow.tracking import MlflowClient
+
+from gaca.trainer.loop import Interrupted, train
+
+pytestmark = pytest.mark.slow
+
+
+def only_run(uri):
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("gaca")
+    runs = client.search_runs([experiment.experiment_id])
+    return client, runs
+
+
+def test_run_follows_the_tracking_contract(workdir, compose_run):
+    _, uri = workdir
+    run, resolved = compose_run("algorithm=gaca", "seed=1")
+    result = train(run, resolved, quiet=True)
+    client, runs = only_run(uri)
+    assert len(runs) == 1
+    record = runs[0]
+    assert record.info.status == "FINISHED" and record.info.run_id == result.run_id
+    tags = record.data.tags
+    assert tags["gaca.run_key"] == result.run_key
+    assert (tags["gaca.block"], tags["gaca.method"], tags["gaca.env"], tags["gaca.seed"]) == ("adhoc", "gaca", "household", "1")
+    assert tags["gaca.scale"] == "tiny" and tags["gaca.git_commit"]
+    params = record.data.params
+    assert params["algorithm.lambda0"] == "0.5" and params["trainer.group_size"] == "4" and params["env.horizon"] == "6"
+    expected = {
+        "train/success_rate", "train/return_mean", "train/episode_length", "train/invalid_action_rate",
+        "loss/policy", "loss/kl", "loss/clip_frac", "loss/entropy",
+        "diag/criticality_std", "diag/lambda_mean", "diag/lambda_std", "diag/clamp_frac", "diag/nonsingleton_frac",
+        "perf/iteration_s", "perf/env_steps_per_s", "perf/tokens_per_s",
+        "eval/success_rate", "eval/return_mean", "eval/episode_length", "final/eval_success_rate",
+    }
+    assert expected <= set(record.data.metrics)
+    iterations = [m.step for m in client.get_metric_history(record.info.run_id, "train/success_rate")]
+    assert iterations == [1, 2, 3, 4]
+    evaluations = client.get_metric_history(record.info.run_id, "eval/success_rate")
+    assert [m.step for m in evaluations] == [0, 2, 4]
+    assert record.data.metrics["final/eval_success_rate"] == evaluations[-1].value == result.final_eval_success
+    artifacts = {a.path for a in client.list_artifacts(record.info.run_id)}
+    assert {"config.yaml", "eval", "transcripts", "diag"} <= artifacts
+    outcomes = client.download_artifacts(record.info.run_id, "eval/outcomes_00004.csv")
+    rows = list(csv.DictReader(open(outcomes)))
+    assert [int(r["task_id"]) for r in rows] == [0, 1, 2, 3]
+    assert sum(int(r["success"]) for r in rows) / 4 == pytest.approx(result.final_eval_success)
+    histogram = open(client.download_artifacts(record.info.run_id, "diag/criticality_hist.csv")).read()
+    counts = [int(r["count"]) for r in csv.DictReader(io.StringIO(histogram))]
+    assert len(counts) == 40 and sum(counts) > 0
+
+
+def test_resume_equals_uninterrupted(workdir, compose_run):
+    tmp_path, uri = workdir
+    run, resolved = compose_run("algorithm=gaca", "output_dir=straight")
+    straight = train(run, resolved, quiet=True)
+    weights = {k: v.clone() for k, v in _policy_weights(tmp_path / "straight" / straight.run_key).items()}
+
+    resumed_run, resumed_resolved = compose_run("algorithm=gaca", "output_dir=resumed", "tracking.experiment=resumed")
+    with pytest.raises(Interrupted):
+        train(resumed_run, resumed_resolved, quiet=True, stop_after=2)
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("resumed")
+    (killed,) = client.search_runs([experiment.experiment_id])
+    assert killed.info.status == "KILLED"
+    second = train(resumed_run, resumed_resolved, quiet=True)
+    assert second.run_id == killed.info.run_id  # the same MLflow run continues
+    (finished,) = client.search_runs([experiment.experiment_id])
+    assert finished.info.status == "FINISHED"
+
+    for key in ("train/success_rate", "loss/policy", "loss/kl", "eval/success_rate", "diag/lambda_std"):
+        a = [(m.step, m.value) for m in client.get_metric_history(straight.run_id, key)]
+        b = [(m.step, m.value) for m in client.get_metric_history(second.run_id, key)]
+        assert a == b, key  # same points, none duplicated
+    resumed_weights = _policy_weights(tmp_path / "resumed" / second.run_key)
+    for name, value in weights.items():
+        torch.testing.assert_close(resumed_weights[name], value, rtol=0, atol=0)
+
+
+def test_finished_run_is_skipped(workdir, compose_run):
+    _, uri = workdir
+    run, resolved = compose_run("algorithm=grpo")
+    first = train(run, resolved, quiet=True)
+    again = train(run, resolved, quiet=True)
+    assert again.skipped and again.run_id == first.run_id
+    _, runs = only_run(uri)
+    assert len(runs) == 1
+
+
+def _policy_weights(checkpoint_dir):
+    from gaca.trainer.checkpoint import load_checkpoint
+
+    return load_checkpoint(checkpoint_dir).policy.model.state_dict()
