@@ -19,9 +19,9 @@ class BehaviourCloningConfig:
 
     episodes: int = 256
     """Demonstration episodes on training tasks."""
-    noise: float = 0.5
+    noise: float = 0.3
     """Probability that a demonstration step takes a random admissible action instead of the planner's."""
-    steps: int = 300
+    steps: int = 200
     """Optimizer steps of cross-entropy on the demonstrated actions."""
     lr: float = 3e-3
     """AdamW learning rate of cloning."""

@@ -1,0 +1,14 @@
+"""The paper's tables, figures and claims check, generated from the runs logged in MLflow.
+
+Modules, in the order data flows through them:
+
+- ``blocks``: which configurations form each table cell (the ablation grid, declared once).
+- ``collect``: MLflow -> tidy pandas frames (runs, metric curves, per-task evaluation outcomes).
+- ``cells``: which runs fill which cell (status, duplicates, protocol, seeds) and the selected scores.
+- ``stats``: small pure functions (mean/std over seeds, stratified bootstrap, probability of improvement).
+- ``tables``, ``figures``, ``claims``: the paper's artifacts from the cell results.
+- ``latex``: ``report.tex`` and its compilation with latexmk.
+- ``report``: the ``gaca report`` command.
+- ``synthetic``: runs logged with known values through the tracking contract (tests, benchmark);
+  ``bench``: the report's timing on a synthetic 500-run store (``python -m analysis.bench``).
+"""

@@ -1,0 +1,318 @@
+"""``gaca report [BLOCK ...]``: read the runs from MLflow and write the paper's tables, figures,
+claims check and ``report.tex`` (compiled to ``report.pdf`` when LaTeX is installed).
+
+    gaca report                          # every block, final evaluation, into reports/
+    gaca report detector lambda0 --selection best --out reports-best
+    gaca report main --tracking-uri http://127.0.0.1:5000 --experiment gaca --no-pdf
+
+Prints a summary: runs used and excluded (with reasons), partial and missing cells, skipped
+figures, files written, time. The same lines head report.tex; ``runs.csv`` lists every run.
+Exit status: 0 done, 1 no run fills any requested cell or the PDF failed, 2 usage or experiment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pandas as pd
+from mlflow.tracking import MlflowClient
+
+from analysis import cells, claims, collect, figures, latex, tables
+from analysis.blocks import ABLATION_ENVIRONMENT, ABLATION_SCALE, BLOCKS, MAIN, SEEDS, environment_label, scale_label
+from analysis.cells import CellKey, CellResult, Plan
+
+FIGURES = {
+    "fig2ab_learning_curves": (
+        "Figure 2(a, b)",
+        r"Evaluation success against training iteration, mean over seeds with a $\pm 1$ std band.",
+    ),
+    "fig2c_lambda0_sweep": (
+        "Figure 2(c)",
+        r"Final success against $\lambda_0$ with modulation off (mean $\pm$ std over seeds); "
+        r"the star and the dashed line mark the adaptive gate.",
+    ),
+    "fig3_gate_law": (
+        "Figure 3",
+        r"The gate law $\lambda(c)$ of Eq.~7 for three modulation strengths, "
+        r"computed by the estimator's own gate function.",
+    ),
+    "criticality_distribution": (
+        "Criticality",
+        r"Distribution of the criticality score $c$ over training "
+        r"(GACA, every default; the histograms of all seeds, summed).",
+    ),
+    "sample_efficiency": (
+        "Sample efficiency",
+        r"Iterations each method's seed-mean evaluation curve needs to reach GiGPO's peak success.",
+    ),
+}
+"""Figure stem -> (name, caption) in report.tex, in the order the report shows them."""
+FIGURE_SKIPPED = {
+    "fig2ab_learning_curves": "no main-block run with an eval/success_rate history",
+    "fig2c_lambda0_sweep": "no lambda0-sweep or adaptive-gate run",
+    "criticality_distribution": f"no GACA run of the main block has {collect.CRITICALITY_HISTOGRAM}",
+    "sample_efficiency": "no GiGPO evaluation curve to take the peak from",
+}
+TABLE_NUMBERS = {"table1_main": 1, "table2_ablations": 2, "table7_diagnostics": 7}
+"""The paper's number of each table, kept in report.tex."""
+GENERATED = [
+    *(f"tables/{stem}.tex" for stem in (*TABLE_NUMBERS, "claims")),
+    "tables/cells.csv",
+    *(f"figures/{stem}.{ext}" for stem in FIGURES for ext in ("pdf", "png")),
+    "claims.md",
+    "runs.csv",
+    "report.tex",
+    "report.pdf",
+]
+"""Every file a report may write, relative to --out; removed first so none is left from an earlier report."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gaca report",
+        description="Write the paper's tables, figures and claims check from the runs logged in MLflow.",
+    )
+    parser.add_argument(
+        "blocks", nargs="*", metavar="BLOCK", help=f"blocks to report (default all): {', '.join(BLOCKS)}"
+    )
+    parser.add_argument("--out", type=Path, default=Path("reports"), help="output folder (default: reports/)")
+    parser.add_argument("--tracking-uri", help="MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")
+    parser.add_argument("--experiment", default=collect.DEFAULT_EXPERIMENT, help="MLflow experiment (default: gaca)")
+    parser.add_argument(
+        "--selection",
+        choices=cells.SELECTIONS,
+        default="final",
+        help="final evaluation (default) or the best evaluation so far; the same for every method",
+    )
+    parser.add_argument("--env", help=f"only this environment (default: all for main, {ABLATION_ENVIRONMENT} else)")
+    parser.add_argument("--scale", help=f"only this scale (default: all for main, {ABLATION_SCALE} else)")
+    parser.add_argument("--preset", help="only runs of this trainer.preset (default: each setting's most common)")
+    parser.add_argument("--no-pdf", action="store_true", help="write report.tex but do not compile it")
+    return parser
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Everything read from MLflow for one report."""
+
+    ledger: pd.DataFrame
+    """Every run of the experiment with ``cell``, ``reason`` (None: used), ``score`` and ``iteration``."""
+    curves: pd.DataFrame
+    results: dict[CellKey, CellResult]
+    diagnostics: pd.DataFrame
+    histograms: pd.DataFrame
+
+
+def read(client: MlflowClient, experiment: str, plan: Plan, selection: str, preset: str | None) -> Runs:
+    """Screen the experiment's runs, apply the selection protocol, and read what the cells need."""
+    uri = client.tracking_uri
+    wanted = plan.wanted()
+    ledger = cells.screen(collect.load_runs(client, experiment), wanted, preset)
+    curves = collect.load_curves(client, list(ledger.loc[ledger["reason"].isna(), "run_id"]))
+    ledger = cells.select(ledger, curves, selection)
+    used = cells.used(ledger)
+    outcomes = collect.load_outcomes(uri, used.loc[:, ["run_id", "artifact_uri", "iteration"]])
+    results = cells.results(ledger, outcomes, wanted)
+    gaca = (
+        [results[plan.cell(MAIN.variant("gaca"), *setting)] for setting in plan.settings(MAIN)]
+        if MAIN in plan.blocks
+        else []
+    )
+    gaca_runs = used.loc[used["run_id"].isin([run for cell in gaca for run in cell.run_ids])]
+    return Runs(
+        ledger,
+        curves,
+        results,
+        cells.diagnostics(gaca, curves),
+        collect.load_criticality_histograms(uri, gaca_runs),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    unknown = [name for name in args.blocks if name not in BLOCKS]
+    if unknown:
+        parser.error(f"unknown block(s) {unknown}; known: {', '.join(BLOCKS)}")
+    started = time.perf_counter()
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per file would drown the summary
+    plan = Plan(tuple(BLOCKS[name] for name in (args.blocks or BLOCKS)), env=args.env, scale=args.scale)
+    client = MlflowClient(collect.resolve_tracking_uri(args.tracking_uri))
+    try:
+        runs = read(client, args.experiment, plan, args.selection, args.preset)
+    except LookupError as error:
+        print(f"gaca report: {error}", file=sys.stderr)
+        return 2
+    read_s = time.perf_counter() - started
+
+    out: Path = args.out
+    for name in GENERATED:
+        (out / name).unlink(missing_ok=True)
+    written, skipped, checked = write_artifacts(plan, runs, args.selection, out)
+    summary = summary_lines(args, plan, runs, skipped)
+    tex = out / "report.tex"
+    tex.write_text(report_tex(summary, written, checked, out))
+    written.append(tex)
+    status, pdf_line = 0, "report.pdf: not built (--no-pdf)"
+    if not args.no_pdf:
+        try:
+            written.append(latex.compile_pdf(tex))
+            pdf_line = "report.pdf: built with latexmk"
+        except FileNotFoundError as error:
+            pdf_line = f"report.pdf: not built: {error}"
+        except RuntimeError as error:
+            status, pdf_line = 1, f"report.pdf: FAILED: {error}"
+
+    print("\n".join(summary))
+    total_s = time.perf_counter() - started
+    print(f"read MLflow in {read_s:.1f} s; wrote {len(written)} files under {out}/ in {total_s:.1f} s total")
+    print("\n".join(f"  {path}" for path in written))
+    print(pdf_line)
+    if not any(result.n for result in runs.results.values()):
+        print("gaca report: no run fills any requested cell (see the exclusions above)", file=sys.stderr)
+        return 1
+    return status
+
+
+def write_artifacts(
+    plan: Plan, runs: Runs, selection: str, out: Path
+) -> tuple[list[Path], list[str], list[claims.Claim]]:
+    """Tables, figures, claims.md and runs.csv; returns the paths written, the figures skipped
+    (with why) and the checked claims."""
+    written = tables.write_tables(plan, runs.results, runs.diagnostics, selection, out / "tables")
+    efficiency = figures.sample_efficiency_frame(plan, runs.results, runs.curves) if MAIN in plan.blocks else None
+    skipped = []
+    for stem, draw in _figure_drawers(plan, runs, efficiency, out / "figures").items():
+        paths = draw()
+        written += paths
+        if not paths:
+            skipped.append(f"{stem}: skipped, {FIGURE_SKIPPED[stem]}")
+
+    checked = claims.check(claims.Evidence(plan, runs.results, runs.diagnostics))
+    header = _claims_header(plan, runs.results, selection)
+    (out / "claims.md").write_text(claims.markdown(checked, header, efficiency))
+    written.append(out / "claims.md")
+    if checked:
+        (out / "tables" / "claims.tex").write_text(claims.latex_table(checked))
+        written.append(out / "tables" / "claims.tex")
+    _ledger_frame(runs.ledger, plan).to_csv(out / "runs.csv", index=False)
+    written.append(out / "runs.csv")
+    return written, skipped, checked
+
+
+def _figure_drawers(plan: Plan, runs: Runs, efficiency: pd.DataFrame | None, folder: Path) -> dict:
+    """stem -> a call drawing that figure, for the figures the requested blocks ask for."""
+    drawers = {"fig3_gate_law": lambda: figures.gate_law(folder)}
+    if MAIN in plan.blocks:
+        drawers["fig2ab_learning_curves"] = lambda: figures.learning_curves(plan, runs.results, runs.curves, folder)
+        drawers["criticality_distribution"] = lambda: figures.criticality_distribution(
+            plan, runs.results, runs.histograms, folder
+        )
+        drawers["sample_efficiency"] = lambda: figures.sample_efficiency(efficiency, folder)
+    if BLOCKS["lambda0"] in plan.blocks:
+        drawers["fig2c_lambda0_sweep"] = lambda: figures.lambda0_sweep(plan, runs.results, folder)
+    return drawers
+
+
+def report_tex(summary: list[str], written: list[Path], checked: list[claims.Claim], out: Path) -> str:
+    """report.tex over what was written: the summary, the tables under the paper's numbers, the
+    claims, the figures."""
+    return latex.report_tex(
+        title="GACA reproduction: tables, figures and claims",
+        summary=[latex.escape(line) for line in summary],
+        tables=[
+            (f"tables/{stem}.tex", n) for stem, n in TABLE_NUMBERS.items() if out / "tables" / f"{stem}.tex" in written
+        ],
+        figures=[
+            latex.Figure(f"figures/{stem}", *FIGURES[stem])
+            for stem in FIGURES
+            if out / "figures" / f"{stem}.pdf" in written
+        ],
+        claims="tables/claims.tex" if checked else None,
+    )
+
+
+def _category(reason: str) -> str:
+    return reason.split(":", 1)[0]
+
+
+def summary_lines(args: argparse.Namespace, plan: Plan, runs: Runs, skipped: list[str]) -> list[str]:
+    """Plain-text lines: where the runs came from, which were used, which were excluded and why,
+    which cells are partial or empty, and which figures were skipped."""
+    ledger, results = runs.ledger, runs.results
+    reasons = ledger["reason"].dropna()
+    outside = int((reasons == cells.OUTSIDE).sum())
+    excluded = reasons[reasons != cells.OUTSIDE]
+    filled = sum(1 for result in results.values() if result.n)
+    source = _describe_uri(collect.resolve_tracking_uri(args.tracking_uri))
+    lines = [
+        f"Source: experiment '{args.experiment}' in {source}; selection: {args.selection} evaluation; "
+        f"blocks: {', '.join(block.name for block in plan.blocks)}.",
+        f"Runs: {len(ledger)} read, {len(ledger) - len(reasons)} used in {filled} of {len(results)} cells, "
+        f"{len(excluded)} excluded, {outside} not in the requested tables.",
+    ]
+    for category, count in Counter(excluded.map(_category)).most_common():
+        same = [r.split(": ", 1)[1] for r in excluded if _category(r) == category]
+        details = Counter(same if category != "duplicate" else [])  # a duplicate's detail is a run id
+        detail = "; ".join(f"{text} x{n}" for text, n in details.most_common(4))
+        lines.append(f"Excluded, {category}: {count}" + (f" ({detail})" if detail else "") + ".")
+    not_run: dict[str, list[str]] = {}
+    for result in sorted(results.values(), key=lambda r: plan.names(r.key)):
+        names = ", ".join(plan.names(result.key))
+        where = f"{result.key.env}/{result.key.scale}"
+        if result.n == 0:
+            not_run.setdefault(where, []).append(names)
+        elif not result.complete:
+            lines.append(
+                f"Partial: {names} at {where} has {result.n} of {result.expected_seeds} seeds "
+                f"(seeds {', '.join(map(str, result.seeds))}); marked n={result.n} wherever shown."
+            )
+        elif result.task_success is None:
+            lines.append(f"Seed-level interval: {names} at {where} lacks per-task outcome files.")
+    lines += [f"Not run at {where}: {', '.join(names)}." for where, names in sorted(not_run.items())]
+    lines += [f"Figure {line}." for line in skipped]
+    return lines
+
+
+def _describe_uri(uri: str) -> str:
+    """The tracking URI without this machine's folders (a local store is named by its file)."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("http", "https", "databricks"):
+        return uri
+    return f"{parsed.scheme or 'file'} store {Path(parsed.path).name}"
+
+
+def _claims_header(plan: Plan, results: dict[CellKey, CellResult], selection: str) -> list[str]:
+    lines = [f"Selection: {selection} evaluation, the same for every method; {len(SEEDS)} seeds expected per cell."]
+    ablations = [block for block in plan.blocks if block is not MAIN]
+    if ablations:
+        env, scale = plan.settings(ablations[0])[0]
+        lines.append(f"Ablations read at {environment_label(env)}, scale {scale_label(scale)}.")
+    if MAIN in plan.blocks:
+        settings = [
+            f"{env}/{scale}"
+            for env, scale in plan.settings(MAIN)
+            if any(results[plan.cell(variant, env, scale)].n for variant in MAIN.variants)
+        ]
+        lines.append(f"Main comparison in the settings with runs: {', '.join(settings) or 'none'}.")
+    return lines
+
+
+def _ledger_frame(ledger: pd.DataFrame, plan: Plan) -> pd.DataFrame:
+    """runs.csv: one line per run of the experiment, whether it was used, where, and why not."""
+    columns = ["run_id", "status", "method", "env", "scale", "seed", "block", "run_key", "score", "iteration", "reason"]
+    frame = ledger.loc[:, columns].copy()
+    frame.insert(1, "used", ledger["reason"].isna())
+    frame["cells"] = [" ".join(plan.names(cell)) if used else "" for used, cell in zip(frame["used"], ledger["cell"])]
+    return frame
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Runs logged with known values, following the tracking contract, for the tests and the benchmark.
+
+Each ``SyntheticRun`` is written through the ordinary MLflow client exactly as a training run
+would be (tags, flattened params, per-iteration metrics, evaluation outcome files, criticality
+histogram, terminal status), with the final success and the diagnostics chosen by the caller.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+from mlflow.entities import Metric, Param
+from mlflow.tracking import MlflowClient
+
+from analysis.blocks import DEFAULT_CONFIG
+
+TRAIN_METRICS = (
+    "train/success_rate",
+    "train/return_mean",
+    "train/episode_length",
+    "train/invalid_action_rate",
+    "loss/policy",
+    "loss/kl",
+    "loss/clip_frac",
+    "loss/entropy",
+    "perf/iteration_s",
+    "perf/env_steps_per_s",
+    "perf/tokens_per_s",
+)
+DIAGNOSTICS = {
+    "diag/criticality_std": 0.30,
+    "diag/lambda_mean": 0.4995,
+    "diag/lambda_std": 0.075,
+    "diag/clamp_frac": 0.002,
+    "diag/nonsingleton_frac": 0.85,
+}
+"""A GACA run's diagnostics unless the caller gives others (the paper's ALFWorld values)."""
+HISTOGRAM_BINS = np.linspace(0.0, 4.0, 41)
+BATCH = 1000  # MLflow's limit of metrics per log_batch
+
+
+@dataclass(frozen=True)
+class SyntheticRun:
+    """One run to log; every field has the contract's meaning."""
+
+    method: str = "gaca"
+    env: str = "household"
+    scale: str = "tiny"
+    seed: int = 0
+    overrides: Mapping[str, object] = field(default_factory=dict)
+    """Config params that differ from ``blocks.DEFAULT_CONFIG`` (dotted keys)."""
+    final_success: float | None = 0.5
+    """``final/eval_success_rate``; None: the metric is not logged."""
+    eval_curve: Sequence[float] | None = None
+    """``eval/success_rate`` at iterations 0, eval_every, ...; default: a ramp ending at final_success."""
+    status: str = "FINISHED"
+    block: str = "adhoc"
+    iterations: int = 10
+    eval_every: int = 5
+    tasks: int = 16
+    preset: str = "quick"
+    diagnostics: Mapping[str, float] | None = None
+    """GACA's diag/* values, constant over training (default ``DIAGNOSTICS``)."""
+    histogram: bool = True
+    """Log diag/criticality_hist.csv (GACA only)."""
+    tagged: bool = True
+    """False: a foreign run without the gaca.* tags."""
+    train_metrics: bool = True
+    """Log the train/, loss/ and perf/ metrics (the report never reads them; tests skip them for speed)."""
+    start_time_ms: int | None = None
+
+    def params(self) -> dict[str, object]:
+        config = {**DEFAULT_CONFIG, "algorithm.method": self.method, **self.overrides}
+        return {
+            **config,
+            "algorithm.seed": self.seed,
+            "algorithm.eps": 1e-6,
+            "env.name": self.env,
+            "env.difficulty": "default",
+            "model.name": self.scale,
+            "trainer.preset": self.preset,
+            "trainer.iterations": self.iterations,
+            "trainer.eval_every": self.eval_every,
+            "seed": self.seed,
+            "block": self.block,
+        }
+
+    def run_key(self) -> str:
+        return hashlib.sha1(json.dumps(self.params(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def eval_iterations(self) -> list[int]:
+        return sorted({*range(0, self.iterations + 1, self.eval_every), self.iterations})
+
+    def curve(self) -> list[float]:
+        if self.eval_curve is not None:
+            return list(self.eval_curve)
+        end = 0.5 if self.final_success is None else self.final_success
+        steps = self.eval_iterations()
+        return [end * (0.3 + 0.7 * step / self.iterations) for step in steps]
+
+
+def log_run(client: MlflowClient, experiment_id: str, run: SyntheticRun) -> str:
+    """Log ``run`` into ``experiment_id`` and return its run id."""
+    tags = {"mlflow.runName": f"{run.method}-{run.env}-{run.scale}-s{run.seed}"}
+    if run.tagged:
+        tags.update(
+            {
+                "gaca.run_key": run.run_key(),
+                "gaca.block": run.block,
+                "gaca.method": run.method,
+                "gaca.env": run.env,
+                "gaca.seed": str(run.seed),
+                "gaca.git_commit": "0" * 40,
+                "gaca.scale": run.scale,
+            }
+        )
+    created = client.create_run(experiment_id, start_time=run.start_time_ms, tags=tags)
+    run_id = created.info.run_id
+    now = int(time.time() * 1000)
+    train = TRAIN_METRICS if run.train_metrics else ()
+    metrics = [Metric(key, 1.0 / (1 + step), now, step) for step in range(run.iterations) for key in train]
+    if run.method == "gaca":
+        diagnostics = run.diagnostics or DIAGNOSTICS
+        metrics += [
+            Metric(key, value, now, step) for step in range(run.iterations) for key, value in diagnostics.items()
+        ]
+    curve = run.curve()
+    for step, success in zip(run.eval_iterations(), curve):
+        metrics += [
+            Metric("eval/success_rate", success, now, step),
+            Metric("eval/return_mean", success, now, step),
+            Metric("eval/episode_length", 10.0, now, step),
+        ]
+    if run.final_success is not None:
+        metrics.append(Metric("final/eval_success_rate", run.final_success, now, run.iterations))
+    params = [Param(key, str(value)) for key, value in run.params().items()]
+    client.log_batch(run_id, metrics=metrics[:BATCH], params=params)
+    for start in range(BATCH, len(metrics), BATCH):
+        client.log_batch(run_id, metrics=metrics[start : start + BATCH])
+
+    with tempfile.TemporaryDirectory() as folder:
+        artifacts = Path(folder)
+        (artifacts / "eval").mkdir()
+        (artifacts / "config.yaml").write_text("".join(f"{k}: {v}\n" for k, v in run.params().items()))
+        for step, success in zip(run.eval_iterations(), curve):
+            (artifacts / "eval" / f"outcomes_{step:05d}.csv").write_text(outcomes_csv(step, success, run.tasks))
+        if run.method == "gaca" and run.histogram:
+            (artifacts / "diag").mkdir()
+            spread = (run.diagnostics or DIAGNOSTICS)["diag/criticality_std"]
+            (artifacts / "diag" / "criticality_hist.csv").write_text(histogram_csv(run.seed, spread))
+        client.log_artifacts(run_id, folder)
+    if run.status != "RUNNING":
+        client.set_terminated(run_id, status=run.status)
+    return run_id
+
+
+def outcomes_csv(iteration: int, success: float, tasks: int) -> str:
+    """Per-task outcomes whose mean is ``success`` (rounded to whole tasks): the first tasks succeed."""
+    solved = int(round(success * tasks))
+    lines = ["iteration,task_id,success,return,length"]
+    lines += [f"{iteration},{task},{int(task < solved)},{float(task < solved)},{10}" for task in range(tasks)]
+    return "\n".join(lines) + "\n"
+
+
+def histogram_csv(seed: int, spread: float, samples: int = 20_000) -> str:
+    """An accumulated histogram of a mean-one criticality score with standard deviation ``spread``
+    (a gamma distribution of shape 1 / spread^2)."""
+    shape = 1.0 / spread**2
+    counts, _ = np.histogram(np.random.default_rng(seed).gamma(shape, 1.0 / shape, size=samples), bins=HISTOGRAM_BINS)
+    lines = ["bin_left,bin_right,count"]
+    lines += [
+        f"{left:g},{right:g},{count}" for left, right, count in zip(HISTOGRAM_BINS[:-1], HISTOGRAM_BINS[1:], counts)
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def log_runs(
+    client: MlflowClient, experiment: str, runs: Iterable[SyntheticRun], artifact_location: str | None = None
+) -> list[str]:
+    """Create ``experiment`` if needed and log ``runs`` in order (later runs are newer)."""
+    found = client.get_experiment_by_name(experiment)
+    experiment_id = (
+        found.experiment_id if found else client.create_experiment(experiment, artifact_location=artifact_location)
+    )
+    start = int(time.time() * 1000)
+    return [
+        log_run(client, experiment_id, run if run.start_time_ms else replace(run, start_time_ms=start + 1000 * index))
+        for index, run in enumerate(runs)
+    ]

@@ -1,0 +1,71 @@
+"""`gaca bench train [overrides]`: time one training run and print its per-iteration breakdown.
+
+Runs in a temporary working folder with its own SQLite store (nothing is left in the project),
+then reads the perf/* metrics the run logged: environment, generation, estimator and update
+seconds per iteration, generation and training tokens per second, and the wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+from mlflow.tracking import MlflowClient
+
+PARTS = ("perf/env_s", "perf/generation_s", "perf/estimator_s", "perf/update_s", "perf/iteration_s")
+RATES = ("perf/env_steps_per_s", "perf/tokens_per_s", "perf/train_tokens_per_s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gaca bench train", description=__doc__)
+    parser.add_argument("--presets", default="quick,default", help="comma-separated trainer presets to time")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides applied to every preset")
+    args = parser.parse_args(argv)
+
+    from hydra import compose, initialize_config_dir
+
+    from gaca.trainer.entry import CONF_DIR, validate
+    from gaca.trainer.loop import train
+
+    rows = []
+    for preset in args.presets.split(","):
+        with tempfile.TemporaryDirectory() as folder:
+            previous = os.getcwd()
+            os.chdir(folder)
+            try:
+                with initialize_config_dir(str(CONF_DIR), version_base=None):
+                    cfg = compose("train", overrides=[f"trainer={preset}", *args.overrides])
+                run, resolved = validate(cfg)
+                uri = f"sqlite:///{folder}/mlflow.db"
+                resolved["tracking"]["uri"] = uri
+                run = type(run).from_dict(resolved)
+                start = time.perf_counter()
+                result = train(run, resolved, quiet=True)
+                wall = time.perf_counter() - start
+                client = MlflowClient(uri)
+                medians = {
+                    key: statistics.median(m.value for m in client.get_metric_history(result.run_id, key))
+                    for key in PARTS + RATES
+                }
+                curve = client.get_metric_history(result.run_id, "eval/success_rate")
+            finally:
+                os.chdir(previous)
+        rows.append((preset, wall, medians, curve[0].value, curve[-1].value))
+
+    print("median seconds per iteration (env | generation | estimator | update | whole), rates, wall time incl. BC init and evals")
+    header = f"{'preset':<8} {'env':>6} {'gen':>6} {'est':>6} {'update':>7} {'iter':>6} {'steps/s':>9} {'gen tok/s':>9} {'train tok/s':>11} {'wall s':>7} {'eval0':>6} {'evalN':>6}"
+    print(header)
+    for preset, wall, m, first, last in rows:
+        print(
+            f"{preset:<8} {m['perf/env_s']:>6.2f} {m['perf/generation_s']:>6.2f} {m['perf/estimator_s']:>6.3f} "
+            f"{m['perf/update_s']:>7.2f} {m['perf/iteration_s']:>6.2f} {m['perf/env_steps_per_s']:>9.0f} "
+            f"{m['perf/tokens_per_s']:>9.0f} {m['perf/train_tokens_per_s']:>11.0f} {wall:>7.1f} {first:>6.2f} {last:>6.2f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

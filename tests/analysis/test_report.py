@@ -1,0 +1,88 @@
+"""The ``gaca report`` command: options, errors, the selection protocol and the PDF."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import latex
+from analysis.report import main
+
+
+def test_selection_best_takes_each_runs_best_evaluation(run_report, known):
+    best = run_report("debias", "--selection", "best", "--no-pdf")
+    assert best.status == 0
+    cells = pd.read_csv(best.out / "tables" / "cells.csv").set_index("variant")
+    loo = known["ablations"]["loo"][1]
+    assert cells.loc["loo", "mean"] == pytest.approx(np.mean(loo) + known["best_gain"])  # its peak at iteration 5
+    assert cells.loc["entropy", "mean"] == pytest.approx(
+        np.mean(known["main"][("gaca", "household")])
+    )  # peaks at the end
+    assert "best evaluation so far" in (best.out / "tables" / "table2_ablations.tex").read_text()
+    assert not (best.out / "tables" / "table1_main.tex").exists()  # main not requested
+
+
+def test_a_report_with_no_usable_run_says_so(run_report, capsys):
+    empty = run_report("detector", "--scale", "small", "--no-pdf")
+    assert empty.status == 1
+    assert "Not run at household/small: detector/entropy, detector/random, detector/uniform." in empty.stdout
+    assert "no run fills any requested cell" in capsys.readouterr().err
+
+
+def test_unknown_block_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["nope"])
+    assert exit.value.code == 2
+    assert "known: main, detector" in capsys.readouterr().err
+
+
+def test_unknown_experiment_names_the_known_ones(store, tmp_path, capsys):
+    assert main(["--tracking-uri", store.uri, "--experiment", "nope", "--out", str(tmp_path)]) == 2
+    assert "known: " in capsys.readouterr().err
+
+
+def test_without_latex_the_report_is_written_and_says_how_to_get_the_pdf(run_report, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    made = run_report("alpha_c")
+    assert made.status == 0
+    assert (made.out / "report.tex").exists() and not (made.out / "report.pdf").exists()
+    assert (
+        "report.pdf: not built: latexmk/pdflatex not found; install them with scripts/install-latex.sh" in made.stdout
+    )
+
+
+@pytest.mark.latex
+def test_report_tex_compiles_to_a_pdf(run_report):
+    made = run_report()
+    assert made.status == 0, made.stdout
+    pdf = made.out / "report.pdf"
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    assert "report.pdf: built with latexmk" in made.stdout
+    assert not list(made.out.glob("*.aux"))  # latexmk -c cleaned up
+    if shutil.which("pdfinfo"):
+        info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
+        assert int(info.split("Pages:")[1].split()[0]) >= 3
+
+
+@pytest.mark.latex
+def test_a_latex_error_is_reported_with_the_log(tmp_path):
+    tex = tmp_path / "broken.tex"
+    tex.write_text("\\documentclass{article}\\begin{document}\\undefinedcommand\\end{document}\n")
+    with pytest.raises(RuntimeError, match="Undefined control sequence"):
+        latex.compile_pdf(tex)
+
+
+def test_a_new_report_leaves_nothing_from_an_earlier_one(store, tmp_path):
+    arguments = ["--tracking-uri", store.uri, "--out", str(tmp_path), "--no-pdf"]
+    assert main(["main", *arguments]) == 0
+    assert (tmp_path / "tables" / "table1_main.tex").exists()
+    (tmp_path / "notes.txt").write_text("mine")
+    assert main(["alpha_c", *arguments]) == 0
+    assert not (tmp_path / "tables" / "table1_main.tex").exists()
+    assert not (tmp_path / "figures" / "fig2ab_learning_curves.png").exists()
+    assert r"\input{tables/table1_main.tex}" not in (tmp_path / "report.tex").read_text()
+    assert (tmp_path / "notes.txt").read_text() == "mine"  # only the report's own files are replaced
