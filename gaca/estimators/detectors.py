@@ -62,9 +62,13 @@ def random_detector(batch: StepBatch, step_return: torch.Tensor, config: Advanta
     generator = torch.Generator().manual_seed(config.seed)
     keys = torch.rand(batch.num_trajs * batch.horizon, generator=generator, dtype=torch.float64)
     keys = keys.to(batch.device)[batch.slot]
-    trajectory = batch.traj.to(torch.float64)
-    by_time = torch.argsort(batch.slot, stable=True)
-    by_key = torch.argsort(trajectory + keys, stable=True)  # keys in [0, 1) shuffle within a trajectory
+    slots = batch.num_trajs * batch.horizon
+    occupied = torch.zeros(slots, dtype=torch.bool, device=batch.device)
+    occupied[batch.slot] = True
+    row_at_slot = torch.empty(slots, dtype=torch.int64, device=batch.device)
+    row_at_slot[batch.slot] = torch.arange(len(batch.slot), device=batch.device)
+    by_time = row_at_slot[occupied]  # rows in (trajectory, step) order, without a sort
+    by_key = torch.argsort(batch.traj.to(torch.float64) + keys)  # keys in [0, 1) shuffle within a trajectory
     permuted = torch.empty_like(criticality)
     permuted[by_time] = criticality[by_key]
     return permuted
