@@ -174,7 +174,10 @@ class RunConfig:
         except ValueError as error:
             raise ValueError(f"algorithm: {error}") from None
         try:
-            env = EnvConfig.from_dict(_plain(values["env"], "env"))
+            env_values = _plain(values["env"], "env")
+            # conf/env lists every knob with null = "the difficulty preset's value".
+            knobs = {k: v for k, v in (env_values.get("knobs") or {}).items() if v is not None}
+            env = EnvConfig.from_dict({**env_values, "knobs": knobs})
         except ValueError as error:
             raise ValueError(f"env: {error}") from None
         try:
