@@ -21,7 +21,7 @@ class BehaviourCloningConfig:
     """Demonstration episodes on training tasks."""
     noise: float = 0.3
     """Probability that a demonstration step takes a random admissible action instead of the planner's."""
-    steps: int = 200
+    steps: int = 300
     """Optimizer steps of cross-entropy on the demonstrated actions."""
     lr: float = 3e-3
     """AdamW learning rate of cloning."""
