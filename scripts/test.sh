@@ -2,5 +2,5 @@
 # Set everything up and run the whole test suite (CI runs exactly this through .ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev
+bash scripts/setup.sh dev verl
 .venv/bin/python -m pytest "$@"

@@ -40,9 +40,18 @@ def validate(cfg: DictConfig):
 def train_task(cfg: DictConfig) -> float | None:
     """The Hydra task function (single runs and multirun jobs): returns the final eval success."""
     from gaca.trainer.loop import train
+    from gaca.tracking.store import resolve_tracking_uri
 
     run, resolved = validate(cfg)
-    return train(run, resolved).final_eval_success
+    result = train(run, resolved)
+    uri = resolve_tracking_uri(run.tracking.uri)
+    if result.skipped:
+        print(f"gaca train: run {result.run_key} was already finished (MLflow run {result.run_id} in {uri})")
+    else:
+        curve = ", ".join(f"{i}: {s:.2f}" for i, s in result.curve or [])
+        print(f"gaca train: run {result.run_key} finished; eval success by iteration {{{curve}}}")
+        print(f"  MLflow run {result.run_id} in experiment {run.tracking.experiment!r} at {uri} (browse: gaca mlflow)")
+    return result.final_eval_success
 
 
 def main(argv: list[str]) -> int:
