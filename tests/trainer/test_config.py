@@ -1,0 +1,71 @@
+"""Every config in conf/ composes and validates; bad values fail by key name before anything runs."""
+
+import itertools
+import os
+import subprocess
+import sys
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from gaca.trainer.entry import CONF_DIR, ConfigError, validate
+
+
+def compose_validate(overrides):
+    with initialize_config_dir(str(CONF_DIR), version_base=None):
+        return validate(compose("train", overrides=overrides))
+
+
+@pytest.mark.parametrize(
+    "algorithm, env, model, trainer",
+    list(itertools.product(["grpo", "gigpo", "gaca"], ["household", "shop"], ["tiny", "small"], ["quick", "default", "paper"])),
+)
+def test_every_combination_composes(algorithm, env, model, trainer):
+    run, resolved = compose_validate([f"algorithm={algorithm}", f"env={env}", f"model={model}", f"trainer={trainer}"])
+    assert (run.algorithm.method, run.env.name, run.model.name, run.trainer.preset) == (algorithm, env, model, trainer)
+    assert resolved["trainer"]["preset"] == trainer
+
+
+def test_path_model_needs_a_path():
+    with pytest.raises(ConfigError, match="path must name a checkpoint directory"):
+        compose_validate(["model=path"])
+    run, _ = compose_validate(["model=path", "model.path=some/checkpoint"])
+    assert run.model.path == "some/checkpoint"
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("trainer.group_size=1", "trainer.group_size must be an int >= 2"),
+        ("trainer.iterations=0", "trainer.iterations must be an int >= 1"),
+        ("trainer.clip_ratio_c=0.5", "trainer.clip_ratio_c must be > 1"),
+        ("trainer.init=warm", "trainer.init must be one of \\['bc', 'scratch'\\]"),
+        ("trainer.bc.noise=2", "trainer.bc.noise must be in \\[0, 1\\]"),
+        ("env.horizon=0", "EnvConfig.horizon must be an int in \\[1,"),
+        ("algorithm.lambda0=2", "AdvantageConfig.lambda0 must be in \\[0, 1\\], got 2"),
+        ("algorithm.detector=oracle", "AdvantageConfig.detector must be one of"),
+        ("model.decoding=beam", "ModelConfig.decoding must be one of"),
+        ("seed=-1", "seed must be an int >= 0"),
+    ],
+)
+def test_bad_values_name_the_key(override, message):
+    with pytest.raises(ConfigError, match=message):
+        compose_validate([override])
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("trainer.group_size=1", "trainer.group_size must be an int >= 2"),
+        ("env=forest", "env/forest"),
+        ("trainer.lr_typo=1", "lr_typo"),
+    ],
+)
+def test_cli_rejects_bad_config_without_touching_mlflow(tmp_path, override, message):
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    result = subprocess.run(
+        [sys.executable, "-m", "gaca.cli", "train", override], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "runs").exists()
