@@ -58,13 +58,31 @@ def fresh_strings(strings: list[str]) -> list[str]:
 def time_round_robin(batch: dict[str, Any], variants: dict[str, AdvantageConfig], repeats: int) -> dict[str, float]:
     """Median seconds per variant; variants alternate within each round so machine noise hits all alike."""
     seconds: dict[str, list[float]] = {name: [] for name in variants}
+    # The same batch as tensors with pre-coded anchor ids (what a trainer that codes anchors as it
+    # collects them passes): the estimator's own cost, without Python-object conversion.
+    index: dict[str, int] = {}
+    tensors = {
+        "group": torch.tensor(batch["group"]),
+        "traj": torch.tensor(batch["traj"]),
+        "step": torch.tensor(batch["step"]),
+        "reward": torch.tensor(batch["reward"], dtype=torch.float64),
+        "nll": torch.tensor(batch["nll"], dtype=torch.float64),
+        "anchor": torch.tensor([index.setdefault(a, len(index)) for a in batch["anchor"]]),
+    }
     for _ in range(repeats):
         for name, config in variants.items():
-            anchors = fresh_strings(batch["anchor"])
             start = time.perf_counter()
-            compute_advantages(config=config, **(batch | {"anchor": anchors}))
+            if name.endswith(TENSOR_SUFFIX):
+                compute_advantages(config=config, **tensors)
+            else:
+                anchors = fresh_strings(batch["anchor"])
+                start = time.perf_counter()
+                compute_advantages(config=config, **(batch | {"anchor": anchors}))
             seconds[name].append(time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in seconds.items()}
+
+
+TENSOR_SUFFIX = " (tensors)"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -84,6 +102,8 @@ def main(argv: list[str] | None = None) -> None:
         "grpo": AdvantageConfig(method="grpo"),
         "gigpo": AdvantageConfig(method="gigpo"),
         **{f"gaca/{d}": AdvantageConfig(detector=d) for d in ("entropy", "uniform", "random", "loo")},
+        f"gigpo{TENSOR_SUFFIX}": AdvantageConfig(method="gigpo"),
+        f"gaca/entropy{TENSOR_SUFFIX}": AdvantageConfig(),
     }
     compute_advantages(config=variants["gaca/loo"], **batch)  # warm-up: first-call allocations
     medians = time_round_robin(batch, variants, args.repeats)
@@ -97,12 +117,13 @@ def main(argv: list[str] | None = None) -> None:
     print(f"batch: {rows} step rows ({args.groups} groups x {args.rollouts} rollouts x {args.steps} steps), "
           f"{nonsingleton:.0%} in non-singleton anchor groups, torch threads {args.threads}, "
           f"median of {args.repeats} calls, anchors hashed every call")
-    print(f"{'estimator':<16} {'ms':>8} {'/ gigpo':>8} {'loop / this':>12}")
+    print(f"{'estimator':<26} {'ms':>8} {'/ gigpo':>8} {'loop / this':>12}")
     for name, seconds in medians.items():
         speedup = f"{loop / seconds:>11.0f}x" if loop else f"{'-':>12}"
-        print(f"{name:<16} {seconds * 1e3:>8.1f} {seconds / medians['gigpo']:>8.2f} {speedup}")
+        baseline = medians[f"gigpo{TENSOR_SUFFIX}"] if name.endswith(TENSOR_SUFFIX) else medians["gigpo"]
+        print(f"{name:<26} {seconds * 1e3:>8.1f} {seconds / baseline:>8.2f} {speedup}")
     if loop:
-        print(f"{'loop reference':<16} {loop * 1e3:>8.0f} {loop / medians['gigpo']:>8.1f} {'1x':>12}")
+        print(f"{'loop reference':<26} {loop * 1e3:>8.0f} {loop / medians['gigpo']:>8.1f} {'1x':>12}")
 
 
 if __name__ == "__main__":
