@@ -10,6 +10,7 @@ BENCHMARKS = {
     "envs": "gaca.bench.envs",
     "policy": "gaca.bench.policy",
     "train": "gaca.bench.train",
+    "dispatch": "gaca.bench.dispatch",
 }
 
 # command -> (module with main(argv) -> int | None, one-line help)

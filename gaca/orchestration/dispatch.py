@@ -1,0 +1,136 @@
+"""Jobs through Hydra's submitit launcher, without waiting for all of them at once.
+
+The plugin's own ``launch()`` submits everything, then blocks on the results in order and stops
+at the first failure, which would hide the other runs' outcomes. Here the same launcher object
+is the job (its ``__call__`` composes the run and calls the task; its ``checkpoint`` makes the job
+requeueable) and is submitted with the executor the plugin would build: one SLURM job array for
+the whole batch (SLURM throttles it by ``array_parallelism``), or local processes, at most
+``parallel`` at a time. Finished jobs are read back as outcomes that carry the error and the log.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Hashable
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    value: Any
+    """The task's return value (the final evaluation success) when ok."""
+    error: str
+    """The error, with the job's traceback when the run raised, when not ok."""
+    log: Path | None
+    """The job's stderr log."""
+    seconds: float
+
+
+def make_executor(launcher: Any) -> Any:
+    """The submitit executor that ``launcher.launch()`` would build, from the same parameters."""
+    import submitit
+    from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+    from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
+    from omegaconf import OmegaConf
+
+    cluster = "slurm" if isinstance(launcher, SlurmLauncher) else "local"
+    params = dict(launcher.params)
+    init = {"folder": params.pop("submitit_folder")}
+    if "max_num_timeout" in params:
+        init[f"{cluster}_max_num_timeout"] = params.pop("max_num_timeout")
+    executor = submitit.AutoExecutor(cluster=cluster, **init)
+    shared = set(OmegaConf.structured(BaseQueueConf).keys())
+    executor.update_parameters(**{k if k in shared else f"{cluster}_{k}": v for k, v in params.items()})
+    return executor
+
+
+class JobPool:
+    """Runs (key, job number, overrides) items as launcher jobs; ``poll()`` returns finished ones."""
+
+    def __init__(self, launcher: Any, parallel: int | None) -> None:
+        self.launcher = launcher
+        self.executor = make_executor(launcher)
+        self.parallel = parallel
+        self.queue: deque[tuple[Hashable, int, list[str]]] = deque()
+        self.running: dict[Hashable, tuple[Any, float]] = {}
+
+    def add(self, items: list[tuple[Hashable, int, list[str]]]) -> None:
+        self.queue.extend(items)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.queue or self.running)
+
+    def job(self, key: Hashable) -> Any:
+        return self.running[key][0]
+
+    def poll(self) -> list[tuple[Hashable, Outcome]]:
+        """Submit what the free slots allow, then collect the jobs that ended."""
+        self._submit()
+        finished = []
+        for key, (job, started) in list(self.running.items()):
+            if job.done():
+                del self.running[key]
+                finished.append((key, read_outcome(job, time.monotonic() - started)))
+        if finished:
+            self._submit()
+        return finished
+
+    def cancel(self, key: Hashable) -> None:
+        """Stop one job (SLURM: scancel; local: SIGINT, then SIGKILL by submitit's controller)."""
+        job, _ = self.running.pop(key)
+        job.cancel(check=False)
+
+    def discard(self, key: Hashable) -> None:
+        """Cancel the job of ``key`` if it runs, or drop it if it waits."""
+        if key in self.running:
+            self.cancel(key)
+        else:
+            self.queue = deque(item for item in self.queue if item[0] != key)
+
+    def cancel_all(self) -> list[Hashable]:
+        """Cancel every running job and forget the queued ones; the keys of both."""
+        keys = list(self.running) + [key for key, _, _ in self.queue]
+        for key in list(self.running):
+            self.cancel(key)
+        self.queue.clear()
+        return keys
+
+    def _submit(self) -> None:
+        from hydra.core.singleton import Singleton
+
+        free = len(self.queue) if self.parallel is None else max(0, self.parallel - len(self.running))
+        batch = [self.queue.popleft() for _ in range(min(free, len(self.queue)))]
+        if not batch:
+            return
+        state = Singleton.get_state()
+        jobs = self.executor.map_array(
+            self.launcher,
+            [overrides for _, _, overrides in batch],
+            ["hydra.sweep.dir"] * len(batch),
+            [number for _, number, _ in batch],
+            [f"job_id_for_{number}" for _, number, _ in batch],
+            [state] * len(batch),
+        )
+        now = time.monotonic()
+        for (key, _, _), job in zip(batch, jobs):
+            self.running[key] = (job, now)
+
+
+def read_outcome(job: Any, seconds: float) -> Outcome:
+    """What a finished job gave: its task's return value, the exception it raised, or why it died."""
+    from hydra.core.utils import JobStatus
+
+    log = Path(job.paths.stderr)
+    try:
+        job_return = job.results()[0]
+    except Exception as error:  # the job died: killed, cancelled, out of memory, timed out
+        return Outcome(False, None, f"{type(error).__name__}: {error}\njob state: {job.state}", log, seconds)
+    if job_return.status == JobStatus.COMPLETED:
+        return Outcome(True, job_return.return_value, "", log, seconds)
+    # ``return_value`` would re-raise and print Hydra's own message; the exception is all we need.
+    error = job_return._return_value
+    return Outcome(False, None, f"{type(error).__name__}: {error}", log, seconds)

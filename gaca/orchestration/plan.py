@@ -1,0 +1,227 @@
+"""A sweep's plan: every run composed and validated, keyed by its identity, deduplicated, and
+matched with what MLflow already holds, before anything is launched."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+from urllib.parse import urlparse
+
+from omegaconf import DictConfig
+
+from gaca.orchestration.blocks import Block, expand
+from gaca.orchestration.job import is_training
+
+# A run's state, from MLflow (and from its lock for an unfinished one).
+DONE = "done"  # FINISHED: skipped
+TO_RUN = "to run"  # not in MLflow
+FAILED_BEFORE = "failed before"  # FAILED or KILLED: resumed from its last checkpoint
+INTERRUPTED = "interrupted"  # RUNNING in MLflow but no job trains it (its job died): resumed
+RUNNING = "running"  # a live job holds its lock: left alone
+LAUNCHED = (TO_RUN, FAILED_BEFORE, INTERRUPTED)
+"""The states whose runs a sweep launches."""
+FINAL_METRIC = "final/eval_success_rate"
+SHOWN_ERRORS = 10
+"""Invalid runs listed by name; usually they all fail for one reason."""
+
+
+@dataclass
+class PlannedRun:
+    index: int
+    """Position in the plan (Hydra's job number)."""
+    block: str
+    """The block it is launched under: the first that holds it."""
+    grid: list[str]
+    """The overrides that make it this run: its grid point and the command line's run overrides."""
+    overrides: list[str]
+    """What its job composes (the block file, its grid point, the command line, tracking and output)."""
+    key: str
+    config: Any
+    """The validated ``RunConfig``."""
+    also_in: list[str] = field(default_factory=list)
+    """Other blocks holding the same run (``gaca sweep all`` launches it once)."""
+    state: str = TO_RUN
+    run_id: str | None = None
+    label: str = ""
+    """What tells it apart from the plan's other runs: its grid point without the shared overrides."""
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return Path(self.config.output_dir) / self.key
+
+
+class InvalidRuns(ValueError):
+    """Some runs' configs failed validation; ``errors`` pairs each run's overrides with the message."""
+
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        self.errors = errors
+        shown = [f"  {label}: {message}" for label, message in errors[:SHOWN_ERRORS]]
+        if len(errors) > SHOWN_ERRORS:
+            shown.append(f"  ... and {len(errors) - SHOWN_ERRORS} more")
+        super().__init__("\n".join(shown))
+
+
+def plan_runs(
+    blocks: list[Block], overrides: list[str], compose: Callable[[list[str]], DictConfig]
+) -> list[PlannedRun]:
+    """Compose and validate every run of ``blocks``; each distinct run (by ``gaca.run_key``) once.
+
+    Raises ``InvalidRuns`` naming every invalid run; then nothing may be launched.
+    """
+    items = [(block.name, block.base_overrides(), grid) for block in blocks for grid in expand(block, overrides)]
+    return plan(items, compose)
+
+
+def plan(items: list[tuple[str, list[str], list[str]]], compose: Callable[[list[str]], DictConfig]) -> list[PlannedRun]:
+    """Runs from (block, base overrides, grid overrides) items: composed, validated, deduplicated.
+
+    Tracking URI and output folder are resolved here, once, and passed to every job explicitly,
+    so that jobs started anywhere (another folder, another node) log and checkpoint in one place.
+    """
+    from gaca.tracking.identity import run_key
+    from gaca.trainer.entry import ConfigError, validate
+
+    runs: list[PlannedRun] = []
+    by_key: dict[str, PlannedRun] = {}
+    errors: list[tuple[str, str]] = []
+    for block, base, grid in items:
+        label = " ".join(grid) or "(defaults)"
+        try:
+            config, resolved = validate(compose([*base, *grid]))
+        except Exception as error:  # ConfigError, or Hydra's (an unknown key, a bad override)
+            message = str(error) if isinstance(error, ConfigError) else f"{type(error).__name__}: {error}"
+            errors.append((f"{block}: {label}", message))
+            continue
+        key = run_key(resolved)
+        if key in by_key:
+            if block != by_key[key].block and block not in by_key[key].also_in:
+                by_key[key].also_in.append(block)
+            continue
+        planned = PlannedRun(len(runs), block, grid, [*base, *grid, *placement_overrides(config)], key, config)
+        by_key[key] = planned
+        runs.append(planned)
+    if errors:
+        raise InvalidRuns(errors)
+    shared = set(shared_overrides(runs))
+    for run in runs:
+        run.label = " ".join(o for o in run.grid if o not in shared) or "(defaults)"
+    return runs
+
+
+def shared_overrides(runs: list[PlannedRun]) -> list[str]:
+    """The grid overrides every run of a plan has (the command line's, mostly), in order."""
+    if len(runs) < 2:
+        return []
+    common = set.intersection(*(set(run.grid) for run in runs))
+    return [override for override in runs[0].grid if override in common]
+
+
+def placement_overrides(config: Any) -> list[str]:
+    """Absolute tracking URI and output folder (neither is part of a run's identity)."""
+    from gaca.orchestration.session import quoted
+    from gaca.tracking.store import resolve_tracking_uri
+
+    return [
+        f"tracking.uri={quoted(resolve_tracking_uri(config.tracking.uri))}",
+        f"output_dir={quoted(str(Path(config.output_dir).resolve()))}",
+    ]
+
+
+def tracking_of(runs: list[PlannedRun]) -> tuple[str, str]:
+    """The (tracking URI, experiment) that all ``runs`` share."""
+    from gaca.tracking.store import resolve_tracking_uri
+
+    places = {(resolve_tracking_uri(r.config.tracking.uri), r.config.tracking.experiment) for r in runs}
+    if len(places) != 1:
+        raise ValueError(f"the runs of one sweep must log to one MLflow experiment, got {sorted(places)}")
+    return places.pop()
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    run_id: str
+    status: str
+    """MLflow's: FINISHED, RUNNING, FAILED, KILLED."""
+    tags: Mapping[str, str]
+    final_success: float | None
+    """``final/eval_success_rate`` when logged."""
+
+
+def store_exists(uri: str) -> bool:
+    """False for an SQLite store whose file is not there yet (reading must not create it)."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "sqlite":
+        return True
+    return os.path.exists(uri[len("sqlite:///") :])
+
+
+def recorded_runs(uri: str, experiment: str) -> dict[str, RecordedRun]:
+    """Run key -> the run MLflow holds for it (a FINISHED one wins over others, as ``find_run``).
+
+    One paged query for the whole experiment: MLflow's search has no IN over tags. An absent
+    store or experiment reads as empty and is not created.
+    """
+    if not store_exists(uri):
+        return {}
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return {}
+    recorded: dict[str, RecordedRun] = {}
+    page_token = None
+    while True:
+        page = client.search_runs(
+            [found.experiment_id], max_results=1000, order_by=["attributes.start_time DESC"], page_token=page_token
+        )
+        for run in page:
+            key = run.data.tags.get("gaca.run_key")
+            if key is None:
+                continue
+            seen = recorded.get(key)
+            if seen is None or (seen.status != "FINISHED" and run.info.status == "FINISHED"):
+                final = run.data.metrics.get(FINAL_METRIC)
+                recorded[key] = RecordedRun(run.info.run_id, run.info.status, dict(run.data.tags), final)
+        page_token = page.token
+        if not page_token:
+            return recorded
+
+
+def attach_states(runs: Iterable[PlannedRun], recorded: Mapping[str, RecordedRun]) -> None:
+    """Set each run's state from MLflow and, unless finished, from its job lock (a job may hold it
+    before its MLflow run exists, or after a preemption marked the run FAILED)."""
+    for run in runs:
+        record = recorded.get(run.key)
+        run.run_id = record.run_id if record else None
+        if record is not None and record.status == "FINISHED":
+            run.state = DONE
+        elif is_training(run.checkpoint_dir):
+            run.state = RUNNING
+        elif record is None:
+            run.state = TO_RUN
+        elif record.status == "RUNNING":
+            run.state = INTERRUPTED
+        else:
+            run.state = FAILED_BEFORE
+
+
+@dataclass(frozen=True)
+class Estimate:
+    runs: int
+    amount: float
+    unit: str
+    """"GPU hours" when any run has a GPU estimate (the paper preset), else "CPU minutes"."""
+
+    def __str__(self) -> str:
+        return f"{self.runs} runs, about {self.amount:.1f} {self.unit} ({self.amount / max(self.runs, 1):.2f} per run)"
+
+
+def estimate(runs: list[PlannedRun]) -> Estimate:
+    """The compute of ``runs`` from the per-run estimates of their trainer presets."""
+    gpu = [r.config.trainer.estimated_gpu_hours for r in runs]
+    if any(hours > 0 for hours in gpu):
+        return Estimate(len(runs), sum(gpu), "GPU hours")
+    return Estimate(len(runs), sum(r.config.trainer.estimated_cpu_minutes for r in runs), "CPU minutes")

@@ -1,0 +1,69 @@
+"""``gaca status [BLOCK|all] [overrides]``: from MLflow, what of each block is done, running,
+interrupted, failed or missing. The overrides select the same runs as ``gaca sweep`` with them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from gaca.orchestration.blocks import ALL, block_names
+from gaca.orchestration.display import table
+from gaca.orchestration.plan import DONE, FAILED_BEFORE, INTERRUPTED, RUNNING, TO_RUN
+
+COLUMNS = (
+    (DONE, "done"), (RUNNING, "running"), (INTERRUPTED, "interrupted"), (FAILED_BEFORE, "failed"), (TO_RUN, "missing")
+)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="gaca status", description="What each ablation block has in MLflow.")
+    known = ", ".join([*block_names(), ALL])
+    parser.add_argument("block", nargs="?", default=ALL, help=f"one of {known} (default: all)")
+    parser.add_argument("overrides", nargs="*", help="the run overrides the sweep was given (e.g. env=shop)")
+    args = parser.parse_intermixed_args(argv)
+    if "=" in args.block:  # `gaca status env=shop`: every block, with an override
+        args.overrides.insert(0, args.block)
+        args.block = ALL
+    return args
+
+
+def main(argv: list[str]) -> int:
+    from gaca.orchestration.blocks import load_blocks
+    from gaca.orchestration.plan import InvalidRuns, attach_states, plan_runs, recorded_runs, tracking_of
+    from gaca.orchestration.session import HydraSession, split_overrides
+
+    args = parse(argv)
+    try:
+        _, hydra_overrides, run_overrides = split_overrides(args.overrides)
+        blocks = load_blocks(args.block)
+        # Composition only: nothing is launched, so Hydra's sweep dir is a throwaway.
+        search_paths = [block.search_path for block in blocks]
+        scratch = Path(tempfile.gettempdir())
+        session = HydraSession("local", hydra_overrides, search_paths, scratch, job_name="gaca-status")
+        plans = {block.name: plan_runs([block], run_overrides, session.compose) for block in blocks}
+        uri, experiment = tracking_of([run for runs in plans.values() for run in runs])
+    except (InvalidRuns, ValueError) as error:
+        print(f"gaca status: {error}", file=sys.stderr)
+        return 2
+    recorded = recorded_runs(uri, experiment)
+    rows = []
+    for name, runs in plans.items():
+        attach_states(runs, recorded)
+        keys = {run.key for run in runs}
+        others = sum(1 for key, r in recorded.items() if r.tags.get("gaca.block") == name and key not in keys)
+        rows.append([name, len(runs), *(sum(run.state == state for run in runs) for state, _ in COLUMNS), others])
+    print(f"MLflow {uri}, experiment {experiment!r}")
+    print(table(["block", "runs", *(title for _, title in COLUMNS), "other runs tagged with the block"], rows))
+    if len(plans) == 1:
+        (runs,) = plans.values()
+        print()
+        rows = [[r.index, r.key, r.state, final_success(recorded, r.key), r.run_id or "-", r.label] for r in runs]
+        print(table(["#", "run key", "state", "final eval success", "MLflow run", "run"], rows))
+    return 0
+
+
+def final_success(recorded, key: str) -> str:
+    record = recorded.get(key)
+    return "-" if record is None or record.final_success is None else f"{record.final_success:.3f}"

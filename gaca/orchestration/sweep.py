@@ -1,0 +1,177 @@
+"""``gaca sweep BLOCK [--dry-run] [overrides]``: run one ablation block (or ``all``) through Hydra's
+submitit launcher, locally or on SLURM, skipping finished runs and resuming unfinished ones.
+
+Every run's config is composed and validated first: one invalid run and nothing is launched and
+nothing is written to MLflow. Then the MLflow store and experiment are created once (jobs must not
+race to create an SQLite store), the runs are listed with their state, the runs to run are
+dispatched and waited for, and a summary ends it. A failed run does not stop the others; the
+exit status is 1 when any failed, and the summary names each with its traceback and log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gaca.orchestration.blocks import ALL, block_names
+from gaca.orchestration.display import Progress, clock, describe_log, error_excerpt, table
+from gaca.orchestration.plan import DONE, LAUNCHED, RUNNING, PlannedRun
+
+if TYPE_CHECKING:
+    from gaca.orchestration.dispatch import Outcome
+    from gaca.orchestration.session import HydraSession
+
+POLL_S = 2.0
+"""Seconds between looks at the running jobs."""
+EXIT_INVALID = 2
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="gaca sweep",
+        description="Run an ablation block (a file in sweeps/, or `all`) through Hydra's submitit launcher.",
+        epilog=f"blocks: {', '.join([*block_names(), ALL])}. Overrides: Hydra syntax; `seed=0,1` sweeps; "
+        "`launcher=slurm` selects conf/launcher/slurm.yaml; `hydra.launcher.FIELD=VALUE` sets a launcher field.",
+    )
+    parser.add_argument("block", help="block name, `all`, or the path of a block file")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides for every run, or for the launcher")
+    parser.add_argument("--dry-run", action="store_true", help="list the runs and the compute; launch nothing")
+    return parser.parse_intermixed_args(argv)
+
+
+def sweep_folder(name: str) -> Path:
+    """Hydra's sweep dir of this invocation: job folders and submitit logs."""
+    return Path("multirun", name, datetime.now().strftime("%Y-%m-%d_%H-%M-%S")).resolve()
+
+
+def main(argv: list[str]) -> int:
+    from gaca.orchestration.blocks import load_blocks
+    from gaca.orchestration.plan import InvalidRuns, plan_runs
+    from gaca.orchestration.session import HydraSession, split_overrides
+
+    args = parse(argv)
+    try:
+        launcher, hydra_overrides, run_overrides = split_overrides(args.overrides)
+        blocks = load_blocks(args.block)
+        name = args.block if args.block == ALL else blocks[0].name
+        session = HydraSession(
+            launcher, hydra_overrides, [b.search_path for b in blocks], sweep_folder(name), job_name=f"gaca-{name}"
+        )
+    except Exception as error:  # an unknown block or launcher, a bad hydra.* override
+        print(f"gaca sweep: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        runs = plan_runs(blocks, run_overrides, session.compose)
+    except InvalidRuns as error:
+        print(f"gaca sweep: {len(error.errors)} invalid run(s); nothing was launched:\n{error}", file=sys.stderr)
+        return EXIT_INVALID
+    return execute(runs, session, name, dry_run=args.dry_run)
+
+
+def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: bool) -> int:
+    """List ``runs`` with their state; unless ``dry_run``, launch the unfinished ones and wait."""
+    from gaca.orchestration.plan import attach_states, estimate, recorded_runs, shared_overrides, tracking_of
+    from gaca.tracking.store import prepare_store
+
+    try:
+        uri, experiment = tracking_of(runs)
+    except ValueError as error:
+        print(f"gaca sweep: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    if not dry_run:
+        prepare_store(uri, experiment)  # once, before any job opens the store
+    attach_states(runs, recorded_runs(uri, experiment))
+    print(run_table(runs))
+    shared = shared_overrides(runs)
+    if shared:
+        print(f"every run: {' '.join(shared)}")
+    counts = {state: sum(run.state == state for run in runs) for state in dict.fromkeys(r.state for r in runs)}
+    states = ", ".join(f"{n} {state}" for state, n in counts.items())
+    print(f"\n{name}: {len(runs)} runs ({states}); MLflow {uri}, experiment {experiment!r}")
+    parallel = session.parallel_jobs
+    if parallel is None and uri.startswith("sqlite:"):
+        print("note: jobs on several nodes should log through a server (README, MLflow): gaca mlflow --host 0.0.0.0")
+    to_launch = [run for run in runs if run.state in LAUNCHED]
+    cost = estimate(to_launch)
+    wall = ""
+    if parallel is not None and cost.unit == "CPU minutes":
+        wall = f", about {cost.amount / parallel:.0f} min of wall time at {parallel} jobs at once"
+    print(f"to launch: {cost}{wall}")
+    if dry_run:
+        print("dry run: nothing launched")
+        return 0
+    if not to_launch:
+        print("nothing to launch")
+        return 0
+    return dispatch(to_launch, session, name, [run for run in runs if run.state == RUNNING])
+
+
+def run_table(runs: list[PlannedRun]) -> str:
+    rows = [
+        [run.index, " +".join([run.block, *run.also_in]), run.key, "skip (done)" if run.state == DONE else run.state,
+         run.label]
+        for run in runs
+    ]
+    return table(["#", "block", "run key", "state", "run"], rows)
+
+
+def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere: list[PlannedRun]) -> int:
+    """Launch ``runs``, report each as it ends, summarise; the exit status."""
+    from gaca.orchestration.dispatch import JobPool
+    from gaca.orchestration.job import run as run_job
+
+    pool = JobPool(session.launcher(run_job), session.parallel_jobs)
+    pool.add([(run.key, run.index, session.job_overrides(run.overrides)) for run in runs])
+    at_once = "as one job array" if session.parallel_jobs is None else f"at most {session.parallel_jobs} at once"
+    print(f"launching {len(runs)} jobs through submitit_{session.launcher_name} ({at_once}); "
+          f"logs under {session.sweep_dir}", flush=True)
+    by_key = {run.key: run for run in runs}
+    progress = Progress(len(runs))
+    failures: list[tuple[PlannedRun, Outcome]] = []
+    try:
+        while pool.busy:
+            for key, outcome in pool.poll():
+                run = by_key[key]
+                if outcome.ok:
+                    value = "already finished" if outcome.value is None else f"final eval success {outcome.value:.3f}"
+                    progress.event(f"{run.label}  ({value}, {clock(outcome.seconds)})", ok=True)
+                else:
+                    failures.append((run, outcome))
+                    progress.event(f"{run.label}  ({outcome.error.strip().splitlines()[-1][:160]})", ok=False)
+            progress.tick(len(pool.running), len(pool.queue))
+            if pool.busy:
+                time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        cancelled = pool.cancel_all()
+        progress.close()
+        print(f"\ninterrupted: {len(cancelled)} jobs cancelled; rerun the same command to resume them", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    wall = progress.close()
+    done = len(runs) - len(failures)
+    print(f"\n{name}: {done} of {len(runs)} launched runs done, {len(failures)} failed, wall {clock(wall)}")
+    if elsewhere:
+        print(f"{len(elsewhere)} runs were being trained by other jobs and were left to them (see `gaca status`)")
+    if failures:
+        report_failures(failures, len(runs))
+        return EXIT_FAILED
+    return 0
+
+
+def report_failures(failures: list[tuple[PlannedRun, Outcome]], launched: int) -> None:
+    """Each failed run with the end of its traceback and its log, on stderr."""
+    print(f"\nFAILED ({len(failures)}):", file=sys.stderr)
+    for run, outcome in failures:
+        print(f"  {run.label}  [{run.block}, run key {run.key}]", file=sys.stderr)
+        print(error_excerpt(outcome.error), file=sys.stderr)
+        print(f"      {describe_log(outcome.log)}", file=sys.stderr)
+    print(
+        f"gaca sweep: {len(failures)} of {launched} runs failed; rerun the same command to retry them "
+        "(finished runs are skipped, unfinished ones resume from their last checkpoint)",
+        file=sys.stderr,
+    )

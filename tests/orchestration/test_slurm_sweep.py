@@ -1,0 +1,103 @@
+"""A small block through the real local SLURM cluster with `launcher=slurm`: one job array in
+which a run fails (its traceback reaches the summary), a job is cancelled, and a job preempted
+mid-run is requeued and resumes from its checkpoint into the same MLflow run."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import TINY, by_key, cli_env, logged_runs, wait_for
+
+SETTINGS = [override for override in TINY if not override.startswith("trainer.iterations=")]
+"""The tiny settings, iterations left to the block's grid (a command-line override would replace it)."""
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+LONG = 40
+"""Iterations of the runs that are cancelled and preempted: still running when the test acts."""
+
+
+def block_file(folder: Path) -> Path:
+    """Cancelled (seed 1) and preempted (seed 2) runs first, so that they hold the two cores first."""
+    path = folder / "blocks" / "slurm-e2e.yaml"
+    path.parent.mkdir()
+    path.write_text(
+        "# @package _global_\n"
+        "block: slurm-e2e\n"
+        "sweep:\n"
+        "  - seed: 1,2\n"
+        f"    trainer.iterations: {LONG}\n"
+        "  - seed: 0\n"
+        "    trainer.iterations: 6\n"
+        "  - seed: 0\n"
+        "    trainer.iterations: 6\n"
+        "    model: path\n"
+        f"    model.path: {folder / 'no-such-model'}\n"
+    )
+    return path
+
+
+def planned_keys(stdout: str) -> dict[str, str]:
+    """Run label -> run key, from the driver's table (#, block, run key, state, run)."""
+    rows = [re.split(r"\s{2,}", line.strip()) for line in stdout.splitlines() if line[:1].isdigit()]
+    return {row[4]: row[2] for row in rows}
+
+
+def array_id(name: str) -> str:
+    out = subprocess.run(["squeue", "-h", "-n", name, "-o", "%A"], capture_output=True, text=True, check=True).stdout
+    ids = set(out.split())
+    return ids.pop() if len(ids) == 1 else ""
+
+
+@pytest.mark.timeout(600)
+def test_a_block_on_slurm_fails_cancels_and_resumes_a_preempted_job(tmp_path: Path):
+    import submitit
+
+    out_path, err_path = tmp_path / "driver.out", tmp_path / "driver.err"
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "gaca.cli", "sweep", str(block_file(tmp_path)), *SETTINGS, "launcher=slurm",
+             "hydra.launcher.mem_gb=1", "hydra.launcher.timeout_min=10", "hydra.launcher.array_parallelism=4"],
+            cwd=tmp_path, env=cli_env(), stdout=out, stderr=err,
+        )
+        try:
+            wait_for(lambda: "launching 4 jobs" in out_path.read_text(), 300, "the driver to launch")
+            keys = planned_keys(out_path.read_text())
+            cancelled = keys[f"seed=1 trainer.iterations={LONG}"]
+            preempted = keys[f"seed=2 trainer.iterations={LONG}"]
+            array = wait_for(lambda: array_id("gaca-slurm-e2e"), 60, "the job array in squeue")
+            # One array, tasks in plan order: 0 cancelled, 1 preempted, 2 fine, 3 failing.
+            wait_for((tmp_path / "runs" / cancelled / "LATEST").exists, 240, "a checkpoint of the run to cancel")
+            subprocess.run(["scancel", f"{array}_0"], check=True)
+            wait_for((tmp_path / "runs" / preempted / "LATEST").exists, 240, "a checkpoint of the run to preempt")
+            submitit.SlurmJob(tmp_path, f"{array}_1")._interrupt(timeout=False)  # SIGTERM, then USR2: a preemption
+            code = driver.wait(timeout=480)
+        finally:
+            if driver.poll() is None:
+                driver.send_signal(signal.SIGINT)  # the driver cancels its jobs
+                driver.wait(timeout=60)
+    stdout, stderr = out_path.read_text(), err_path.read_text()
+
+    assert code == 1, stderr
+    assert "slurm-e2e: 2 of 4 launched runs done, 2 failed" in stdout
+    summary = stderr[stderr.index("FAILED (2):") :]
+    assert "OSError" in summary and "no-such-model" in summary  # the failing run, with its traceback
+    assert "CANCELLED" in summary  # the cancelled job
+    assert summary.count("log: ") == 2
+    runs = by_key(logged_runs(f"sqlite:///{tmp_path / 'mlflow.db'}"))  # one MLflow run per key
+    assert runs[cancelled].status != "FINISHED"
+    resumed = runs[preempted]
+    assert resumed.status == "FINISHED"
+    assert [step for step, _ in resumed.history["train/success_rate"]] == list(range(1, LONG + 1))
+    logs = "".join(p.read_text() for p in tmp_path.glob(f"multirun/slurm-e2e/*/jobs/{array}_1/*_log.*"))
+    assert "gaca job: checkpoint" in logs  # the requeued job found its checkpoint
+    sacct = subprocess.run(
+        ["sacct", "-n", "-X", "-D", "-j", f"{array}_1", "-o", "State"], capture_output=True, text=True, check=True
+    )
+    assert "REQUEUED" in sacct.stdout or "PREEMPTED" in sacct.stdout, sacct.stdout

@@ -1,0 +1,103 @@
+"""`gaca sweep` and `gaca status` without launching: validation first, dry runs, states from MLflow."""
+
+from __future__ import annotations
+
+import fcntl
+import re
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+from gaca.orchestration import status, sweep
+from gaca.orchestration.blocks import load_blocks
+from gaca.orchestration.job import LOCK_FILE
+from gaca.orchestration.plan import plan_runs
+from gaca.orchestration.session import HydraSession
+
+from .conftest import TINY
+
+
+def test_one_invalid_run_launches_nothing_and_writes_nothing(workspace: Path, capsys):
+    code = sweep.main(["detector", "seed=0", "algorithm.alpha_c=0.5,1.5"])
+
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "3 invalid run(s); nothing was launched" in err  # 3 detectors x alpha_c 1.5
+    assert "algorithm.alpha_c=1.5" in err and "alpha_c must be in [0, 1]" in err
+    assert not (workspace / "mlflow.db").exists() and not (workspace / "multirun").exists()
+
+
+def test_an_unknown_key_or_launcher_is_refused_before_anything_runs(workspace: Path, capsys):
+    assert sweep.main(["detector", "trainer.iteratons=3"]) == 2
+    assert "trainer.iteratons" in capsys.readouterr().err
+    assert sweep.main(["detector", "launcher=kubernetes"]) == 2
+    assert "unknown launcher 'kubernetes'; known: local, slurm" in capsys.readouterr().err
+    assert not (workspace / "mlflow.db").exists()
+
+
+def test_dry_run_lists_the_runs_and_the_cpu_minutes(workspace: Path, capsys):
+    assert sweep.main(["detector", "--dry-run"]) == 0
+
+    out = capsys.readouterr().out
+    assert out.count("to run") == 9 + 1 and "algorithm.detector=random" in out
+    assert "to launch: 9 runs, about 27.0 CPU minutes" in out and "dry run: nothing launched" in out
+    assert not (workspace / "mlflow.db").exists() and not (workspace / "multirun").exists()
+
+
+def test_dry_run_of_the_paper_preset_counts_gpu_hours(workspace: Path, capsys):
+    paths = "model.path=/models/Qwen2.5-1.5B-Instruct,/models/Qwen2.5-7B-Instruct"
+    assert sweep.main(["main", "--dry-run", "trainer=paper", "model=path", paths, "launcher=slurm"]) == 0
+
+    out = capsys.readouterr().out
+    assert "to launch: 36 runs, about 864.0 GPU hours (24.00 per run)" in out
+    assert "model.path=/models/Qwen2.5-7B-Instruct" in out
+
+
+def test_dry_run_and_status_read_each_runs_state_from_mlflow(workspace: Path, capsys):
+    """Finished runs are skipped; failed and interrupted ones resume; one a live job holds is left alone."""
+    blocks = load_blocks("detector")
+    session = HydraSession("local", [], [blocks[0].search_path], workspace, job_name="test")
+    runs = plan_runs(blocks, ["seed=0", *TINY], session.compose)
+    uri = f"sqlite:///{workspace / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("gaca")
+    for run, final_status in zip(runs, ["FINISHED", "FAILED", "RUNNING"]):
+        record = client.create_run(experiment, tags={"gaca.run_key": run.key, "gaca.block": "detector"})
+        if final_status != "RUNNING":
+            client.set_terminated(record.info.run_id, final_status)
+
+    assert sweep.main(["detector", "seed=0", *TINY, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert [state_column(line) for line in out.splitlines() if line[:1].isdigit()] == [
+        "skip (done)", "failed before", "interrupted"
+    ], out
+    assert "to launch: 2 runs" in out
+
+    lock = runs[2].checkpoint_dir / LOCK_FILE
+    lock.parent.mkdir(parents=True)
+    with open(lock, "a") as held:  # a live job trains the third run
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert status.main(["detector", "seed=0", *TINY]) == 0
+    out = capsys.readouterr().out
+    assert block_counts(out)["detector"] == {
+        "runs": "3", "done": "1", "running": "1", "interrupted": "0", "failed": "1", "missing": "0"
+    }, out
+
+
+def state_column(line: str) -> str:
+    """The state cell of a `gaca sweep` table row (#, block, run key, state, run)."""
+    return re.split(r"\s{2,}", line.strip())[3]
+
+
+def block_counts(out: str) -> dict[str, dict[str, str]]:
+    """`gaca status`'s block table as {block: {column: cell}}."""
+    lines = out.splitlines()
+    header_at = next(i for i, line in enumerate(lines) if line.startswith("block "))
+    header = lines[header_at].split()[:7]
+    counts = {}
+    for line in lines[header_at + 2 :]:
+        if not line.strip():
+            break
+        cells = line.split()
+        counts[cells[0]] = dict(zip(header[1:], cells[1:7]))
+    return counts
