@@ -84,7 +84,7 @@ class TrainerConfig:
     """torch intra-op threads; 1 keeps parallel sweep jobs from fighting over cores; None = torch's default."""
     transcripts: int = 3
     """Evaluation transcripts saved as text artifacts at each evaluation."""
-    estimated_cpu_minutes: float = 3.0
+    estimated_cpu_minutes: float = 10.0
     """Wall-clock estimate of one run on 2 CPU cores, used by sweep --dry-run."""
     estimated_gpu_hours: float = 0.0
     """GPU-hour estimate of one run (paper preset), used by sweep --dry-run."""
