@@ -1,8 +1,8 @@
-"""Gate for tests marked `slurm`, wherever they live: they need the cluster that
-`scripts/local-slurm.sh start` brings up.
+"""Gate for tests marked `slurm` (the cluster of `scripts/local-slurm.sh start`) or `latex`
+(`scripts/install-latex.sh`), wherever they live.
 
-Off CI a missing cluster skips them with the reason; with CI=true it fails them, so that a CI run
-whose cluster did not come up cannot go green by skipping.
+Off CI a missing service skips them with the reason; with CI=true it fails them, so that a CI run
+whose setup broke cannot go green by skipping.
 """
 
 from __future__ import annotations
@@ -37,13 +37,27 @@ def cluster_problem() -> str | None:
     return None
 
 
+def latex_problem() -> str | None:
+    """Why LaTeX reports cannot compile here, or None."""
+    if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:
+        return "latexmk/pdflatex not installed; run `bash scripts/install-latex.sh`"
+    return None
+
+
+# marker -> the check that says why its tests cannot run here (None: they can).
+REQUIREMENTS = {"slurm": cluster_problem, "latex": latex_problem}
+
+
 @pytest.fixture(autouse=True)
-def _require_slurm_cluster(request: pytest.FixtureRequest) -> None:
-    if request.node.get_closest_marker("slurm") is None:
-        return
-    problem = cluster_problem()
-    if problem is None:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true but the local SLURM cluster is not usable: {problem}", pytrace=False)
-    pytest.skip(problem)
+def _require_services(request: pytest.FixtureRequest) -> None:
+    """Tests marked ``slurm`` or ``latex`` skip where the service is missing, but fail under CI=true
+    (CI installs and starts both, so a silent skip there would hide a broken setup)."""
+    for marker, check in REQUIREMENTS.items():
+        if request.node.get_closest_marker(marker) is None:
+            continue
+        problem = check()
+        if problem is None:
+            continue
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {marker} is not usable: {problem}", pytrace=False)
+        pytest.skip(problem)

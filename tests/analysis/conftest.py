@@ -173,25 +173,6 @@ def report(run_report: Callable[..., Report]) -> Report:
     return run_report("--no-pdf")
 
 
-def latex_problem() -> str | None:
-    if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:
-        return "latexmk/pdflatex not installed; run `bash scripts/install-latex.sh`"
-    return None
-
-
-@pytest.fixture(autouse=True)
-def _require_latex(request: pytest.FixtureRequest) -> None:
-    """Tests marked ``latex`` skip without a LaTeX engine, but fail under CI=true (CI installs one)."""
-    if request.node.get_closest_marker("latex") is None:
-        return
-    problem = latex_problem()
-    if problem is None:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true but {problem}", pytrace=False)
-    pytest.skip(problem)
-
-
 @pytest.fixture(scope="session")
 def known() -> dict[str, object]:
     """The values the store was filled with (see the module docstring)."""
