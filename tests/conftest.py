@@ -8,6 +8,7 @@ whose setup broke cannot go green by skipping.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -42,6 +43,19 @@ def latex_problem() -> str | None:
     if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:
         return "latexmk/pdflatex not installed; run `bash scripts/install-latex.sh`"
     return None
+
+
+CI_MODULES = ("verl",)
+"""Extras CI installs; their tests skip where they are missing (pytest.importorskip), so under
+CI=true a missing one stops the session instead of going green by skipping."""
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if os.environ.get("CI") != "true":
+        return
+    missing = [name for name in CI_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise pytest.UsageError(f"CI=true but {missing} cannot be imported; `bash scripts/setup.sh dev verl` installs them")
 
 
 # marker -> the check that says why its tests cannot run here (None: they can).

@@ -1,0 +1,25 @@
+"""gaca's estimators inside verl: a ``verl.plugins`` plugin and an adapter for verl-agent.
+
+- verl 0.9.1 (legacy trainer, ``trainer.use_v1=false``): installing gaca makes
+  ``algorithm.adv_estimator=gaca|gigpo|gaca_grpo`` work, options under ``+algorithm.gaca.*``.
+- verl-agent's own trainer: call ``add_step_index`` after the rollout and
+  ``compute_batch_advantages`` from its ``compute_advantage``.
+
+Nothing here imports verl; the batch layout is documented in ``gaca.verl.batch``.
+"""
+
+from gaca.verl.advantage import DIAGNOSTICS_KEY, compute_batch_advantages, token_level_advantages
+from gaca.verl.batch import add_step_index
+from gaca.verl.options import ESTIMATOR_METHODS, plugin_options
+from gaca.verl.registration import install_batch_hook, register_estimators
+
+__all__ = [
+    "DIAGNOSTICS_KEY",
+    "ESTIMATOR_METHODS",
+    "add_step_index",
+    "compute_batch_advantages",
+    "install_batch_hook",
+    "plugin_options",
+    "register_estimators",
+    "token_level_advantages",
+]

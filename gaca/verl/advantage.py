@@ -1,0 +1,74 @@
+"""Token-level advantages of a verl DataProto through ``compute_advantages``; nothing re-implemented."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from gaca.estimators.core import AdvantageOutput, compute_advantages
+from gaca.estimators.tokens import broadcast_to_tokens
+from gaca.verl.batch import read_step_rows
+from gaca.verl.options import plugin_options
+
+if TYPE_CHECKING:
+    from verl import DataProto
+
+DIAGNOSTICS_KEY = "gaca_diagnostics"
+"""``data.meta_info[DIAGNOSTICS_KEY]``: the estimator's batch diagnostics (Table 7), ``diag/...``."""
+
+
+def token_level_advantages(
+    data: DataProto, estimator: str, algorithm: Any = None
+) -> tuple[torch.Tensor, AdvantageOutput]:
+    """[B, L] advantages of a batch in verl-agent's layout, and the estimator's per-step output.
+
+    A_t (Eq. 8 for gaca, Eq. 3 for gigpo, Eq. 2 for gaca_grpo) on every token of step t's response,
+    exactly 0 outside ``response_mask``.
+
+    Args:
+        data: one row per agent step; fields as in ``gaca.verl.batch``.
+        estimator: ``gaca``, ``gigpo`` or ``gaca_grpo``.
+        algorithm: verl's ``algorithm`` config; options under its ``gaca`` node.
+
+    Raises:
+        ValueError: naming a bad option or a missing field (and the rollout that provides it).
+    """
+    config, reward_options = plugin_options(algorithm, estimator)
+    if data.batch is None or "response_mask" not in data.batch.keys():
+        raise ValueError(
+            "the batch has no batch['response_mask'] [B, L]; verl's compute_response_mask provides it "
+            "(attention_mask[:, -response_length:])"
+        )
+    response_mask = data.batch["response_mask"]
+    steps = read_step_rows(data, config, reward_options, response_mask)
+    output = compute_advantages(
+        group=steps.group,
+        traj=steps.traj,
+        step=steps.step,
+        reward=steps.reward,
+        anchor=steps.anchor,
+        nll=steps.nll,
+        config=config,
+    )
+    per_row = steps.to_rows(output.advantages).to(response_mask.device)
+    return broadcast_to_tokens(per_row, response_mask), output
+
+
+def compute_batch_advantages(data: DataProto, estimator: str, algorithm: Any = None) -> DataProto:
+    """Write ``advantages`` and ``returns`` [B, L] into ``data`` (in place) and return it.
+
+    The adapter for trainers that dispatch estimators by name themselves (verl-agent's
+    ``compute_advantage``). Returns equal advantages, as verl's critic-free estimators do. The
+    diagnostics go to ``data.meta_info[DIAGNOSTICS_KEY]``.
+    """
+    advantages, output = token_level_advantages(data, estimator, algorithm)
+    data.batch["advantages"] = advantages
+    data.batch["returns"] = advantages
+    data.meta_info[DIAGNOSTICS_KEY] = diagnostics(output)
+    return data
+
+
+def diagnostics(output: AdvantageOutput) -> dict[str, float]:
+    """The estimator's diagnostics under the project's metric names (``diag/criticality_std``, ...)."""
+    return {f"diag/{name}": value for name, value in output.diagnostics.items()}
