@@ -213,7 +213,8 @@ class Estimate:
     runs: int
     amount: float
     unit: str
-    """"GPU hours" when any run has a GPU estimate (the paper preset), else "CPU minutes"."""
+    """"GPU hours" when any run trains on GPUs (backend=verl) or has a GPU estimate (the paper preset), else
+    "CPU minutes"."""
 
     def __str__(self) -> str:
         return f"{self.runs} runs, about {self.amount:.1f} {self.unit} ({self.amount / max(self.runs, 1):.2f} per run)"
@@ -222,6 +223,6 @@ class Estimate:
 def estimate(runs: list[PlannedRun]) -> Estimate:
     """The compute of ``runs`` from the per-run estimates of their trainer presets."""
     gpu = [r.config.trainer.estimated_gpu_hours for r in runs]
-    if any(hours > 0 for hours in gpu):
+    if any(hours > 0 for hours in gpu) or any(r.config.backend.name == "verl" for r in runs):
         return Estimate(len(runs), sum(gpu), "GPU hours")
     return Estimate(len(runs), sum(r.config.trainer.estimated_cpu_minutes for r in runs), "CPU minutes")

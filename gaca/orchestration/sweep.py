@@ -98,6 +98,9 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
     if parallel is None and uri.startswith("sqlite:"):
         print("note: jobs on several nodes should log through a server (README, MLflow): gaca mlflow --host 0.0.0.0")
     to_launch = [run for run in runs if run.state in LAUNCHED]
+    verl_runs = [run for run in to_launch if run.config.backend.name == "verl"]
+    if verl_runs:
+        print(verl_jobs(verl_runs, uri, session))
     cost = estimate(to_launch)
     wall = ""
     if parallel is not None and cost.unit == "CPU minutes":
@@ -110,6 +113,26 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
         print("nothing to launch")
         return 0
     return dispatch(to_launch, session, name, [run for run in runs if run.state == RUNNING])
+
+
+def verl_jobs(runs: list[PlannedRun], uri: str, session: HydraSession) -> str:
+    """The exact command line and environment of each verl job, as its job wrapper will start it."""
+    from gaca.paper.verl_job import build_job, gpus_per_node
+
+    launcher_gpus = session.launcher_config.get("gpus_per_node")
+    launcher_gpus = int(launcher_gpus) if launcher_gpus else None
+    parts = []
+    for run in runs:
+        job = build_job(run.config, run.key, uri, run.run_id, launcher_gpus)
+        parts.append(f"\nverl job #{run.index} ({run.label}, run key {run.key}):\n{job.shell()}")
+    if session.launcher_name == "slurm" and launcher_gpus is None:
+        gpus = gpus_per_node(runs[0].config, None)
+        parts.append(
+            f"\nwarning: hydra.launcher.gpus_per_node is not set, so SLURM allocates no GPU to these jobs while "
+            f"verl expects {gpus} per node; set hydra.launcher.gpus_per_node=N (or request GPUs through "
+            "hydra.launcher.additional_parameters)"
+        )
+    return "\n".join(parts) + "\n"
 
 
 def run_table(runs: list[PlannedRun]) -> str:

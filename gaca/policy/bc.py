@@ -7,6 +7,7 @@ with it how good the cloned policy is.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -164,11 +165,22 @@ def save_cached_policy(policy: Policy, cache_dir: str | Path, key: str) -> Path:
 def cached_policy(
     cache_dir: str | Path, config: Mapping[str, Any], build: Callable[[], Policy], device: str | None = None
 ) -> Policy:
-    """The policy cached for ``config``, else ``build()`` saved under its key and returned."""
+    """The policy cached for ``config``, else ``build()`` saved under its key and returned.
+
+    Concurrent callers with the same key (sweep jobs of one seed) build it once: the builder holds
+    an exclusive lock on ``cache_dir/key.lock``; the others wait for it and then load its copy.
+    The OS drops the lock when the builder dies, so a crashed build only makes the next caller build.
+    """
     key = bc_cache_key(config)
     cached = load_cached_policy(cache_dir, key, device=device)
     if cached is not None:
         return cached
-    policy = build()
-    save_cached_policy(policy, cache_dir, key)
-    return policy
+    Path(cache_dir).mkdir(parents=True, exist_ok=True)
+    with open(Path(cache_dir) / f"{key}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        cached = load_cached_policy(cache_dir, key, device=device)
+        if cached is not None:
+            return cached
+        policy = build()
+        save_cached_policy(policy, cache_dir, key)
+        return policy

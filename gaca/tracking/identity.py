@@ -11,6 +11,12 @@ from typing import Any, Mapping
 NOT_IDENTITY = ("tracking", "output_dir", "resume", "block", "hydra", "launcher")
 NOT_IDENTITY_TRAINER = ("estimated_cpu_minutes", "estimated_gpu_hours", "transcripts", "preset", "threads")
 NOT_IDENTITY_MODEL = ("device",)
+# How a verl job is placed and started (GPUs, folders, the trainer command) does not change what it computes.
+NOT_IDENTITY_BACKEND = (
+    "gpus_per_node", "nnodes", "tensor_parallel_size", "micro_batch_size_per_gpu",
+    "log_prob_micro_batch_size_per_gpu", "data_dir", "verl_agent_dir", "trainer_command", "env_vars",
+)
+DEFAULT_BACKEND = "cpu"
 
 
 def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -26,6 +32,11 @@ def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
         canonical.get("trainer", {}).pop(key, None)
     for key in NOT_IDENTITY_MODEL:
         canonical.get("model", {}).pop(key, None)
+    # The default backend drops out entirely, so runs keep the keys they had before backends existed.
+    if canonical.get("backend", {}).get("name", DEFAULT_BACKEND) == DEFAULT_BACKEND:
+        canonical.pop("backend", None)
+    for key in NOT_IDENTITY_BACKEND:
+        canonical.get("backend", {}).pop(key, None)
     algorithm = canonical.get("algorithm")
     if isinstance(algorithm, dict):
         method = algorithm.get("method")

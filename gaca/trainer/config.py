@@ -140,6 +140,78 @@ class TrackingConfig:
             raise ValueError(f"tracking.experiment must be a non-empty string, got {self.experiment!r}")
 
 
+BACKENDS = ("cpu", "verl")
+"""``backend=NAME``: cpu (gaca's own trainer) or verl (a verl-agent job on GPUs, ``gaca.paper``)."""
+VERL_ENV_FAMILIES = ("household", "alfworld", "shop")
+"""Env families a verl job can play: household and alfworld are ALFWorld, shop is WebShop."""
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """What trains the run. ``cpu`` ignores every other field; ``verl`` builds verl-agent's
+    ``python -m verl.trainer.main_ppo`` command line from the run config (``gaca.paper.verl_job``)."""
+
+    name: str = "cpu"
+    """cpu: the embedded trainer (gaca.trainer.loop); verl: a verl-agent training job (gaca.paper.launch)."""
+    gpus_per_node: int | None = None
+    """trainer.n_gpus_per_node; None = the launcher's hydra.launcher.gpus_per_node, else 1."""
+    nnodes: int = 1
+    """trainer.nnodes."""
+    tensor_parallel_size: int | None = None
+    """vLLM tensor parallelism of the rollouts; None = every GPU of the node (verl-agent's scripts)."""
+    max_prompt_length: int | None = None
+    """data.max_prompt_length in tokens; None = the family's (ALFWorld 2048, WebShop 4096)."""
+    max_response_length: int = 512
+    """data.max_response_length: tokens per action (the paper's 512)."""
+    micro_batch_size_per_gpu: int | None = None
+    """actor.ppo_micro_batch_size_per_gpu; None = the family's (ALFWorld 32, WebShop 8)."""
+    log_prob_micro_batch_size_per_gpu: int | None = None
+    """Micro batch of the rollout and reference log-prob passes; None = the family's (32, 16)."""
+    data_dir: str = "~/data/verl-agent/text"
+    """Holds train.parquet and test.parquet from verl-agent's examples.data_preprocess.prepare."""
+    verl_agent_dir: str | None = None
+    """A verl-agent checkout: the job's working folder, prepended to PYTHONPATH; None = as installed."""
+    trainer_command: list[str] | None = None
+    """The trainer process; None = [this Python, -m, verl.trainer.main_ppo]. Tests put a CPU stand-in here."""
+    overrides: list[str] = field(default_factory=list)
+    """Extra Hydra overrides for verl, appended last (they win), e.g. [actor_rollout_ref.rollout.name=sglang]."""
+    env_vars: dict[str, str] = field(default_factory=dict)
+    """Extra environment variables of the trainer process."""
+
+    def __post_init__(self) -> None:
+        if self.name not in BACKENDS:
+            raise ValueError(f"backend.name must be one of {list(BACKENDS)}, got {self.name!r}")
+        for key in ("gpus_per_node", "tensor_parallel_size", "max_prompt_length", "micro_batch_size_per_gpu",
+                    "log_prob_micro_batch_size_per_gpu"):
+            if getattr(self, key) is not None:
+                _int_at_least(f"backend.{key}", getattr(self, key), 1)
+        _int_at_least("backend.nnodes", self.nnodes, 1)
+        _int_at_least("backend.max_response_length", self.max_response_length, 1)
+        if not isinstance(self.data_dir, str) or not self.data_dir:
+            raise ValueError(f"backend.data_dir must be a folder path, got {self.data_dir!r}")
+        if self.verl_agent_dir is not None and (not isinstance(self.verl_agent_dir, str) or not self.verl_agent_dir):
+            raise ValueError(f"backend.verl_agent_dir must be a folder path or null, got {self.verl_agent_dir!r}")
+        if self.trainer_command is not None and (
+            not isinstance(self.trainer_command, (list, tuple))
+            or not self.trainer_command
+            or not all(isinstance(part, str) and part for part in self.trainer_command)
+        ):
+            raise ValueError(
+                f"backend.trainer_command must be a non-empty list of strings or null, got {self.trainer_command!r}"
+            )
+        if not isinstance(self.overrides, (list, tuple)) or not all(isinstance(o, str) and "=" in o for o in self.overrides):
+            raise ValueError(f"backend.overrides must be a list of KEY=VALUE strings, got {self.overrides!r}")
+        if not isinstance(self.env_vars, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in self.env_vars.items()
+        ):
+            raise ValueError(f"backend.env_vars must map names to strings, got {self.env_vars!r}")
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "BackendConfig":
+        _reject_unknown("backend", values, cls)
+        return cls(**values)
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Everything one training run needs; built from the composed Hydra config by ``from_dict``."""
@@ -157,6 +229,12 @@ class RunConfig:
     """Where checkpoints and the bc cache are written (relative to the working folder)."""
     resume: bool = True
     """Continue from this run's last checkpoint when one exists."""
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    """What trains it: the embedded CPU trainer (default) or a verl job on GPUs."""
+
+    def __post_init__(self) -> None:
+        if self.backend.name == "verl":
+            _check_verl_run(self)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "RunConfig":
@@ -195,10 +273,30 @@ class RunConfig:
         resume = values.get("resume", True)
         if not isinstance(resume, bool):
             raise ValueError(f"resume must be true or false, got {resume!r}")
-        return cls(algorithm, env, model, trainer, tracking, seed, block, str(values.get("output_dir", "runs")), resume)
+        backend = BackendConfig.from_dict(_plain(values.get("backend") or {}, "backend"))
+        output_dir = str(values.get("output_dir", "runs"))
+        return cls(algorithm, env, model, trainer, tracking, seed, block, output_dir, resume, backend)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _check_verl_run(run: RunConfig) -> None:
+    """What a verl job cannot take from a config that the CPU trainer accepts."""
+    if run.model.name != "path":
+        raise ValueError(
+            f"model: backend=verl trains a Hugging Face checkpoint; set model=path model.path=<folder or hub id> "
+            f"(e.g. Qwen2.5-1.5B-Instruct), got model={run.model.name}"
+        )
+    if run.trainer.init != "scratch":
+        raise ValueError(
+            f"trainer.init={run.trainer.init} is the CPU backend's behaviour-cloned start; backend=verl starts "
+            "from the checkpoint as loaded: use trainer=paper or trainer.init=scratch"
+        )
+    if run.trainer.clip_ratio_c is None:
+        raise ValueError("trainer.clip_ratio_c must be a number > 1 with backend=verl (verl always applies the dual clip)")
+    if run.env.name not in VERL_ENV_FAMILIES:
+        raise ValueError(f"env.name={run.env.name} has no verl-agent environment; backend=verl plays {list(VERL_ENV_FAMILIES)}")
 
 
 def _plain(value: Any, key: str) -> dict[str, Any]:

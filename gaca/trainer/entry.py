@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
+
+from gaca.registry import Registry
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
@@ -37,13 +39,30 @@ def validate(cfg: DictConfig):
         raise ConfigError(str(error)) from None
 
 
+TRAINERS: Registry[Callable[[Any, dict[str, Any]], Any]] = Registry("backend")
+"""``backend.name`` -> what trains a validated run: ``(RunConfig, resolved dict) -> result``."""
+
+
+@TRAINERS.register("cpu")
+def _train_on_cpu(run, resolved: dict[str, Any]):
+    from gaca.trainer.loop import train
+
+    return train(run, resolved)
+
+
+@TRAINERS.register("verl")
+def _train_with_verl(run, resolved: dict[str, Any]):
+    from gaca.paper.launch import launch
+
+    return launch(run, resolved)
+
+
 def train_task(cfg: DictConfig) -> float | None:
     """The Hydra task function (single runs and multirun jobs): returns the final eval success."""
-    from gaca.trainer.loop import train
     from gaca.tracking.store import resolve_tracking_uri
 
     run, resolved = validate(cfg)
-    result = train(run, resolved)
+    result = TRAINERS.get(run.backend.name)(run, resolved)
     uri = resolve_tracking_uri(run.tracking.uri)
     if result.skipped:
         print(f"gaca train: run {result.run_key} was already finished (MLflow run {result.run_id} in {uri})")

@@ -1,6 +1,10 @@
 from dataclasses import dataclass, replace
 
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
+import torch
 
 from gaca.policy.bc import (
     bc_cache_key,
@@ -106,12 +110,29 @@ def test_cached_policy_builds_once_and_publishes_atomically(make_policy, tmp_pat
     first = cached_policy(tmp_path, {"noise": 0.3}, build)
     second = cached_policy(tmp_path, {"noise": 0.3}, build)
     assert len(built) == 1
-    assert [p.name for p in tmp_path.iterdir()] == [bc_cache_key({"noise": 0.3})]
+    key = bc_cache_key({"noise": 0.3})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [key, f"{key}.lock"]
     prompt = ["you see a mug . your action :"]
     assert generate(first, prompt, [["go to cabinet 1", "open drawer 2"]], 0.0) == generate(
         second, prompt, [["go to cabinet 1", "open drawer 2"]], 0.0
     )
     # A second publisher of the same key keeps the first copy and leaves no staging directory behind.
-    save_cached_policy(make_policy(seed=6), tmp_path, bc_cache_key({"noise": 0.3}))
-    assert len(list(tmp_path.iterdir())) == 1
+    save_cached_policy(make_policy(seed=6), tmp_path, key)
+    assert len(list(tmp_path.iterdir())) == 2
     assert load_cached_policy(tmp_path, "missing") is None
+
+
+def test_concurrent_callers_build_once(make_policy, tmp_path):
+    """Two sweep jobs of one seed: the second waits on the builder's lock, then loads its copy."""
+    built = []
+
+    def build():
+        built.append(1)
+        time.sleep(0.5)  # the other caller arrives while this one builds
+        return make_policy(seed=5)
+
+    with ThreadPoolExecutor(2) as pool:
+        policies = list(pool.map(lambda _: cached_policy(tmp_path, {"noise": 0.3}, build), range(2)))
+    assert len(built) == 1
+    first, second = (dict(p.model.named_parameters()) for p in policies)
+    assert all(torch.equal(first[name], second[name]) for name in first)

@@ -1,0 +1,119 @@
+"""The job wrapper of ``backend=verl``: one verl training process, tied to the project's MLflow run.
+
+1. As the CPU trainer does, it looks the run up by ``gaca.run_key``: a FINISHED run is skipped; an
+   unfinished one is resumed into the same MLflow run (verl resumes from its own checkpoint under
+   ``runs/<run_key>/verl``).
+2. Otherwise it creates the MLflow run with the contract's tags and params and ``config.yaml``.
+3. It starts the trainer with ``MLFLOW_RUN_ID`` set to that run: verl's MLflow logger
+   (``trainer.logger=[console,mlflow]``) then resumes it instead of creating its own.
+4. When the trainer exits, it copies verl's metrics to the contract's names, logs
+   ``final/eval_success_rate`` and sets the run's status itself: MLflow ends the trainer's active
+   run as FINISHED at interpreter exit even when the trainer failed.
+
+Preemption (SLURM, through submitit) and Ctrl-C reach this process; it stops the trainer's process
+group, marks the run KILLED and lets the requeued job resume it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from gaca.paper.metrics import publish_contract_metrics
+from gaca.paper.tags import run_name, run_tags
+from gaca.paper.verl_job import VerlJob, build_job, launcher_gpus_per_node
+from gaca.trainer.config import RunConfig
+
+STOP_GRACE_S = 30.0
+"""Seconds the trainer gets to exit after SIGTERM before SIGKILL."""
+FINAL_METRIC = "final/eval_success_rate"
+
+
+class TrainerFailed(RuntimeError):
+    """The verl trainer exited with a non-zero status."""
+
+
+@dataclass
+class LaunchResult:
+    """What ``gaca train`` and the sweep jobs report (the fields of the CPU trainer's result)."""
+
+    run_id: str | None
+    run_key: str
+    final_eval_success: float | None
+    skipped: bool = False
+    curve: list[tuple[int, float]] | None = None
+
+
+def launch(run: RunConfig, resolved: dict[str, Any]) -> LaunchResult:
+    """Train ``run`` (a validated ``backend=verl`` config) as a verl job; ``resolved`` is the plain
+    config it was built from (for the run key and the params)."""
+    from mlflow.tracking import MlflowClient
+    from omegaconf import OmegaConf
+
+    from gaca.tracking.identity import run_key
+    from gaca.tracking.run import RunLogger, find_run, flatten
+    from gaca.tracking.store import prepare_store, resolve_tracking_uri
+
+    key = run_key(resolved)
+    uri = resolve_tracking_uri(run.tracking.uri)
+    experiment_id = prepare_store(uri, run.tracking.experiment)
+    client = MlflowClient(tracking_uri=uri)
+    existing = find_run(client, experiment_id, key)
+    if existing is not None and existing.status == "FINISHED":
+        print(f"run {key} is already finished in MLflow (run {existing.run_id}); skipping", file=sys.stderr)
+        return LaunchResult(existing.run_id, key, None, skipped=True)
+
+    logger = RunLogger.open(
+        uri, run.tracking.experiment, key, run_name(run, key), run_tags(run), flatten(resolved),
+        resume_run_id=existing.run_id if existing else None,
+    )
+    if existing is None:
+        logger.log_text(OmegaConf.to_yaml(OmegaConf.create(resolved)), "config.yaml")
+    job = build_job(run, key, uri, logger.run_id, launcher_gpus_per_node())
+    logger.log_text(job.shell() + "\n", "verl/command.sh")
+    print(f"gaca job: verl trainer for run {key} (MLflow run {logger.run_id}):\n{job.shell()}", file=sys.stderr, flush=True)
+    try:
+        code = run_trainer(job)
+        if code != 0:
+            raise TrainerFailed(f"the verl trainer exited with status {code} (run {key}); its output is in this job's log")
+        published = publish_contract_metrics(client, logger.run_id, run.trainer.iterations)
+        if published.final is None:
+            print(f"gaca job: {FINAL_METRIC} not logged: {published.missing_final}", file=sys.stderr, flush=True)
+        else:
+            logger.log_metrics({FINAL_METRIC: published.final}, step=run.trainer.iterations)
+    except BaseException as error:
+        logger.finish("KILLED" if isinstance(error, (KeyboardInterrupt, SystemExit)) else "FAILED")
+        raise
+    logger.finish("FINISHED")
+    return LaunchResult(logger.run_id, key, published.final, curve=published.curve)
+
+
+def run_trainer(job: VerlJob) -> int:
+    """Run the trainer to its end (its output goes to this job's stdout and stderr); its exit status.
+
+    It gets its own process group, so that stopping it also stops what it started (Ray, vLLM).
+    """
+    process = subprocess.Popen(job.argv, cwd=job.cwd, env={**os.environ, **job.env}, start_new_session=True)
+    try:
+        return process.wait()
+    except BaseException:
+        stop(process)
+        raise
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM to the trainer's process group, SIGKILL after ``STOP_GRACE_S``."""
+    for sig, wait_s in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -1,0 +1,61 @@
+"""verl-agent's metric names -> the tracking contract's, so that analysis reads a verl run like any other.
+
+verl's MLflow logger writes the trainer's own names into the run (``val/success_rate``,
+``episode/success_rate``, ``actor/pg_loss``, ...). After the trainer exits, the job wrapper copies
+each mapped history, point for point, under the contract's name; the verl names stay too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from mlflow.entities import Metric
+from mlflow.tracking import MlflowClient
+
+EVAL_SUCCESS = "eval/success_rate"
+VERL_TO_CONTRACT: Mapping[str, str] = {
+    "val/success_rate": EVAL_SUCCESS,  # verl-agent's validation: the share of won episodes
+    "episode/success_rate": "train/success_rate",
+    "episode/reward/mean": "train/return_mean",
+    "episode/length/mean": "train/episode_length",
+    "actor/pg_loss": "loss/policy",
+    "actor/kl_loss": "loss/kl",
+    "actor/pg_clipfrac": "loss/clip_frac",
+    "actor/entropy_loss": "loss/entropy",  # verl-agent's name for the mean token entropy
+    "actor/grad_norm": "loss/grad_norm",
+    "timing_s/step": "perf/iteration_s",
+}
+"""verl-agent's metric (its ray_trainer and metric_utils) -> the contract's (README, "Tracking contract")."""
+MAX_METRICS_PER_CALL = 1000  # MLflow's log_batch limit
+
+
+@dataclass(frozen=True)
+class Published:
+    curve: list[tuple[int, float]]
+    """(step, eval success) as logged under ``eval/success_rate``."""
+    final: float | None
+    """The evaluation success at the last training step, when there is one."""
+    missing_final: str
+    """Why ``final`` is None (empty when it is not)."""
+
+
+def publish_contract_metrics(client: MlflowClient, run_id: str, last_step: int) -> Published:
+    """Copy every mapped verl history of ``run_id`` under its contract name; steps already there
+    are not copied again (a resumed job calls this once more). ``last_step``: the final iteration."""
+    batch: list[Metric] = []
+    for source, target in VERL_TO_CONTRACT.items():
+        present = {m.step for m in client.get_metric_history(run_id, target)}
+        # A resumed verl validates again at the step it resumed from: the newer point of a step wins.
+        newest = {m.step: m for m in sorted(client.get_metric_history(run_id, source), key=lambda m: m.timestamp)}
+        batch += [Metric(target, m.value, m.timestamp, step) for step, m in sorted(newest.items()) if step not in present]
+    for start in range(0, len(batch), MAX_METRICS_PER_CALL):
+        client.log_batch(run_id, metrics=batch[start : start + MAX_METRICS_PER_CALL])
+    curve = sorted({m.step: m.value for m in client.get_metric_history(run_id, EVAL_SUCCESS)}.items())
+    if not curve:
+        return Published([], None, "verl logged no val/success_rate: validation was off (trainer.test_freq) or "
+                                   "the environment manager reported no success")
+    step, value = curve[-1]
+    if step != last_step:
+        return Published(curve, None, f"the last validation was at step {step}, not at the last step {last_step}")
+    return Published(curve, value, "")

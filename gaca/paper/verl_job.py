@@ -1,0 +1,270 @@
+"""A run config as a verl training job: ``python -m verl.trainer.main_ppo`` with Hydra overrides,
+the environment the process needs, and the folder it starts in.
+
+The trainer is verl-agent's (the public GiGPO code: a fork of verl whose trainer adds the multi-turn
+environment loop that ALFWorld and WebShop need). The estimator is gaca's verl plugin (``gaca.verl``),
+named by ``algorithm.adv_estimator`` (gaca, gigpo, and gaca_grpo for grpo, since ``grpo`` stays
+verl's own), its options under ``+algorithm.gaca.*``.
+
+One command line composes with verl 0.9.1's ``ppo_trainer.yaml`` and with verl-agent's:
+
+- ``key=value``: keys both configs have;
+- ``++key=value`` (add the key, or set it where it exists): verl-agent's keys that verl 0.9.1 lacks
+  (``env.*``, the invalid-action penalty, ``algorithm.gigpo.*``), and ``trainer.use_v1=false``, which
+  verl-agent lacks and verl 0.9.1 needs for the plugin (only its legacy trainer lends an estimator
+  the whole batch);
+- ``+algorithm.gaca.<option>``: in neither (``+`` fails loudly if one had it).
+
+Two of verl-agent's rules shape the values: it groups rollouts by ``env.rollout.n`` and asserts
+``actor_rollout_ref.rollout.n == 1``; its PPO mini-batch counts step rows (one per agent step), as
+``trainer.minibatch_size`` does, where verl 0.9.1 counts prompts.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from gaca.paper.tags import run_name
+from gaca.trainer.config import RunConfig
+
+TRAINER_MODULE = "verl.trainer.main_ppo"
+RUN_ID_PENDING = "<created or resumed by the job>"
+"""``MLFLOW_RUN_ID`` as printed by ``--dry-run`` for a run MLflow does not hold yet."""
+ADV_ESTIMATORS = {"grpo": "gaca_grpo", "gigpo": "gigpo", "gaca": "gaca"}
+"""``AdvantageConfig.method`` -> the plugin's ``algorithm.adv_estimator`` name (``gaca.verl.ESTIMATOR_METHODS``
+inverted; written out because importing ``gaca.verl`` imports torch)."""
+
+
+@dataclass(frozen=True)
+class FamilyRecipe:
+    """verl-agent's settings for one environment (its examples/gigpo_trainer scripts)."""
+
+    env_name: str
+    """verl-agent's ``env.env_name``."""
+    max_prompt_length: int
+    micro_batch_size_per_gpu: int
+    log_prob_micro_batch_size_per_gpu: int
+
+
+ALFWORLD = FamilyRecipe("alfworld/AlfredTWEnv", 2048, 32, 32)
+RECIPES: Mapping[str, FamilyRecipe] = {
+    "household": ALFWORLD,
+    "alfworld": ALFWORLD,
+    "shop": FamilyRecipe("Webshop", 4096, 8, 16),
+}
+"""gaca env family -> the verl-agent environment a verl job plays instead."""
+
+RECIPE_CONSTANTS: tuple[tuple[str, Any], ...] = (
+    ("data.return_raw_chat", True),
+    ("data.filter_overlong_prompts", True),
+    ("data.truncation", "error"),
+    ("actor_rollout_ref.model.use_remove_padding", True),
+    ("actor_rollout_ref.model.enable_gradient_checkpointing", True),
+    ("actor_rollout_ref.rollout.name", "vllm"),
+    ("actor_rollout_ref.rollout.gpu_memory_utilization", 0.6),
+    ("actor_rollout_ref.rollout.enable_chunked_prefill", False),
+    ("actor_rollout_ref.rollout.enforce_eager", False),
+    ("actor_rollout_ref.rollout.free_cache_engine", False),
+    ("actor_rollout_ref.ref.fsdp_config.param_offload", True),
+    ("algorithm.use_kl_in_reward", False),
+    ("trainer.critic_warmup", 0),
+)
+"""verl-agent's script settings that no gaca option varies (``backend.overrides`` can change them)."""
+
+
+@dataclass(frozen=True)
+class VerlJob:
+    """One trainer process: ``command + overrides``, started in ``cwd`` with ``env`` added."""
+
+    command: tuple[str, ...]
+    overrides: tuple[str, ...]
+    env: Mapping[str, str]
+    """Variables set on top of the job's own environment."""
+    cwd: str
+
+    @property
+    def argv(self) -> list[str]:
+        return [*self.command, *self.overrides]
+
+    def shell(self) -> str:
+        """The job as one shell command to copy: folder, variables, command, one override per line."""
+        lines = [f"cd {shell_word(self.cwd)} && \\"]
+        lines += [f"  {name}={shell_word(value)} \\" for name, value in self.env.items()]
+        lines.append("  " + " ".join(shell_word(part) for part in self.command) + (" \\" if self.overrides else ""))
+        lines += [f"    {shell_word(o)}" + (" \\" if i < len(self.overrides) - 1 else "") for i, o in enumerate(self.overrides)]
+        return "\n".join(lines)
+
+
+def build_job(
+    run: RunConfig, run_key: str, tracking_uri: str, run_id: str | None, launcher_gpus: int | None = None
+) -> VerlJob:
+    """The verl job of ``run`` (a validated ``backend=verl`` config).
+
+    ``run_id`` is the MLflow run the job's metrics go to (None: not created yet, as in ``--dry-run``);
+    ``launcher_gpus`` the launcher's ``gpus_per_node`` (used when ``backend.gpus_per_node`` is null).
+    """
+    backend = run.backend
+    command = tuple(backend.trainer_command or (sys.executable, "-m", TRAINER_MODULE))
+    overrides = tuple(verl_overrides(run, run_key, gpus_per_node(run, launcher_gpus)))
+    env = {"MLFLOW_TRACKING_URI": tracking_uri, "MLFLOW_RUN_ID": run_id or RUN_ID_PENDING, "GACA_RUN_KEY": run_key}
+    cwd = str(Path.cwd())
+    if backend.verl_agent_dir:
+        cwd = str(Path(backend.verl_agent_dir).expanduser().resolve())
+        # Ray workers import verl-agent's packages (agent_system) from wherever they start.
+        inherited = os.environ.get("PYTHONPATH")
+        env["PYTHONPATH"] = cwd + (os.pathsep + inherited if inherited else "")
+    env.update(backend.env_vars)
+    return VerlJob(command, overrides, env, cwd)
+
+
+def gpus_per_node(run: RunConfig, launcher_gpus: int | None) -> int:
+    """``backend.gpus_per_node``, else the launcher's, else 1."""
+    return run.backend.gpus_per_node or launcher_gpus or 1
+
+
+def launcher_gpus_per_node() -> int | None:
+    """``hydra.launcher.gpus_per_node`` of the current Hydra job or sweep driver, when it has one."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    value = HydraConfig.get().launcher.get("gpus_per_node")
+    return int(value) if value else None
+
+
+def verl_overrides(run: RunConfig, run_key: str, gpus: int) -> list[str]:
+    """verl-agent's Hydra overrides for ``run``: plain keys (in both configs), ``++`` keys (in one of
+    them), ``+algorithm.gaca.*`` (every ``AdvantageConfig`` field and the plugin's invalid-action
+    penalty), then ``backend.overrides``."""
+    from gaca.envs.families import FAMILIES
+
+    trainer, env, backend, algorithm = run.trainer, run.env, run.backend, run.algorithm
+    recipe = RECIPES[env.name]
+    horizon = env.horizon if env.horizon is not None else FAMILIES.get(env.name).default_horizon
+    data_dir = Path(backend.data_dir).expanduser()
+    log_prob_micro = backend.log_prob_micro_batch_size_per_gpu or recipe.log_prob_micro_batch_size_per_gpu
+    verl = [
+        *RECIPE_CONSTANTS,
+        # verl-agent's parquet files only say how many tasks a batch has; its environments pick the games.
+        ("data.train_files", str(data_dir / "train.parquet")),
+        ("data.val_files", str(data_dir / "test.parquet")),
+        ("data.train_batch_size", trainer.tasks_per_iteration),
+        ("data.val_batch_size", trainer.num_eval_tasks or env.num_eval_tasks),
+        ("data.max_prompt_length", backend.max_prompt_length or recipe.max_prompt_length),
+        ("data.max_response_length", backend.max_response_length),
+        ("actor_rollout_ref.model.path", run.model.path),
+        ("actor_rollout_ref.actor.optim.lr", trainer.lr),
+        ("actor_rollout_ref.actor.optim.weight_decay", trainer.weight_decay),
+        ("actor_rollout_ref.actor.ppo_epochs", trainer.ppo_epochs),
+        ("actor_rollout_ref.actor.ppo_mini_batch_size", trainer.minibatch_size),
+        ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+         backend.micro_batch_size_per_gpu or recipe.micro_batch_size_per_gpu),
+        ("actor_rollout_ref.actor.clip_ratio", trainer.clip_ratio),
+        ("actor_rollout_ref.actor.clip_ratio_low", trainer.clip_ratio),
+        ("actor_rollout_ref.actor.clip_ratio_high", trainer.clip_ratio),
+        ("actor_rollout_ref.actor.clip_ratio_c", trainer.clip_ratio_c),
+        ("actor_rollout_ref.actor.entropy_coeff", trainer.entropy_coef),
+        ("actor_rollout_ref.actor.grad_clip", trainer.max_grad_norm),
+        ("actor_rollout_ref.actor.use_kl_loss", trainer.kl_coef > 0),
+        ("actor_rollout_ref.actor.kl_loss_coef", trainer.kl_coef),
+        ("actor_rollout_ref.actor.kl_loss_type", "low_var_kl"),
+        ("actor_rollout_ref.rollout.n", 1),  # verl-agent asserts it; the group size is env.rollout.n
+        ("actor_rollout_ref.rollout.temperature", trainer.rollout_temperature),
+        ("actor_rollout_ref.rollout.tensor_model_parallel_size", backend.tensor_parallel_size or gpus),
+        ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", log_prob_micro),
+        ("actor_rollout_ref.rollout.val_kwargs.temperature", trainer.eval_temperature),
+        ("actor_rollout_ref.rollout.val_kwargs.do_sample", trainer.eval_temperature > 0),
+        ("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", log_prob_micro),
+        ("algorithm.adv_estimator", ADV_ESTIMATORS[algorithm.method]),
+        ("algorithm.gamma", algorithm.gamma),
+        ("algorithm.norm_adv_by_std_in_grpo", algorithm.norm == "mean_std"),
+        ("trainer.total_training_steps", trainer.iterations),
+        # verl-agent's train set is one batch of tasks, so each epoch is one step.
+        ("trainer.total_epochs", trainer.iterations),
+        ("trainer.test_freq", trainer.eval_every),
+        ("trainer.val_before_train", True),
+        ("trainer.save_freq", trainer.checkpoint_every or trainer.iterations),
+        ("trainer.resume_mode", "auto"),
+        ("trainer.max_actor_ckpt_to_keep", 1),  # resuming needs the latest only (each is model + optimizer)
+        ("trainer.default_local_dir", str(Path(run.output_dir).resolve() / run_key / "verl")),
+        ("trainer.n_gpus_per_node", gpus),
+        ("trainer.nnodes", backend.nnodes),
+        ("trainer.logger", ["console", "mlflow"]),
+        # verl's MLflow logger: project = experiment (it must match the run that MLFLOW_RUN_ID resumes).
+        ("trainer.project_name", run.tracking.experiment),
+        ("trainer.experiment_name", run_name(run, run_key)),
+    ]
+    verl_agent = [
+        ("trainer.use_v1", False),
+        ("env.env_name", recipe.env_name),
+        ("env.seed", run.seed),
+        ("env.max_steps", horizon),
+        ("env.rollout.n", trainer.group_size),
+        ("actor_rollout_ref.actor.use_invalid_action_penalty", env.invalid_penalty > 0),
+        ("actor_rollout_ref.actor.invalid_action_penalty_coef", env.invalid_penalty),
+    ]
+    if algorithm.method == "gigpo":  # verl-agent's own GiGPO reads these when it, not the plugin, runs
+        mode = "mean_std_norm" if algorithm.norm == "mean_std" else "mean_norm"
+        verl_agent += [("algorithm.gigpo.step_advantage_w", algorithm.step_weight), ("algorithm.gigpo.mode", mode)]
+    estimator = [(f"algorithm.gaca.{name}", value) for name, value in algorithm.to_dict().items()]
+    estimator.append(("algorithm.gaca.invalid_action_penalty", env.invalid_penalty))  # the plugin's step rewards
+    return [
+        *(override(key, value) for key, value in verl),
+        *(override(key, value, prefix="++") for key, value in verl_agent),
+        *(override(key, value, prefix="+") for key, value in estimator),
+        *backend.overrides,
+    ]
+
+
+def override(key: str, value: Any, prefix: str = "") -> str:
+    """``prefix key=value`` in Hydra's override syntax."""
+    return f"{prefix}{key}={hydra_value(value)}"
+
+
+def hydra_value(value: Any) -> str:
+    """A Python value as Hydra override text that parses back to exactly that value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(item) for item in value) + "]"
+    text = str(value)
+    if _parses_as(text) == text:
+        return text
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@functools.cache
+def _parser():
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
+def _parses_as(text: str) -> object:
+    try:
+        return _parser().parse_override(f"key={text}").value()
+    except Exception:  # Hydra's grammar rejects it unquoted
+        return None
+
+
+SHELL_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+
+
+def shell_word(text: str) -> str:
+    """``text`` quoted for a POSIX shell only where needed, double quotes when that suffices."""
+    if SHELL_SAFE.match(text):
+        return text
+    if not any(char in text for char in '"$`\\!'):
+        return f'"{text}"'
+    return shlex.quote(text)

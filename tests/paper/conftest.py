@@ -1,0 +1,73 @@
+"""Paper-scale (backend=verl) configs composed through the real config tree, verl's own config
+folder, the CPU stand-in trainer, and the real `gaca` CLI as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from gaca.trainer.entry import CONF_DIR, validate
+
+STANDIN = Path(__file__).with_name("standin_main_ppo.py")
+"""The CPU stand-in for `python -m verl.trainer.main_ppo`."""
+MODEL = "/models/Qwen2.5-1.5B-Instruct"
+"""A checkpoint path: only written into the command line (nothing loads it here)."""
+PAPER = ["backend=verl", "trainer=paper", "model=path", f"model.path={MODEL}"]
+
+
+def standin_overrides(iterations: int = 4, eval_every: int = 2) -> list[str]:
+    """A paper run whose trainer is the stand-in: a few steps, a checkpoint after each."""
+    return [
+        *PAPER,
+        f"trainer.iterations={iterations}",
+        f"trainer.eval_every={eval_every}",
+        "trainer.checkpoint_every=1",
+        f"backend.trainer_command=['{sys.executable}','{STANDIN}']",
+    ]
+
+
+def compose_run(*overrides: str):
+    """(RunConfig, resolved dict) of conf/train.yaml with ``overrides``, as `gaca train` validates it."""
+    with initialize_config_dir(str(CONF_DIR), version_base=None):
+        cfg = compose("train", overrides=list(overrides))
+    return validate(cfg)
+
+
+def verl_config_dir() -> str:
+    verl = pytest.importorskip("verl", reason="needs the verl extra (CI installs it)")
+    return str(Path(verl.__file__).parent / "trainer" / "config")
+
+
+def compose_verl(overrides: list[str]):
+    """verl's own ppo_trainer.yaml with ``overrides``, through Hydra's compose API."""
+    with initialize_config_dir(verl_config_dir(), version_base=None):
+        return compose("ppo_trainer", overrides=overrides)
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **extra)
+    return env
+
+
+def gaca(*args: str, cwd: Path, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
+    """The real CLI, `python -m gaca.cli ARGS`, in ``cwd``."""
+    return subprocess.run(
+        [sys.executable, "-m", "gaca.cli", *args],
+        cwd=cwd, env=cli_env(**env), capture_output=True, text=True, timeout=timeout,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _fresh_hydra():
+    yield
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+
+    GlobalHydra.instance().clear()
+    HydraConfig.instance().cfg = None

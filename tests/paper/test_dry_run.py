@@ -1,0 +1,72 @@
+"""`gaca sweep main backend=verl ... --dry-run` through the real CLI: every job's exact command and
+environment, the GPU hours, and nothing created."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from gaca.paper.verl_job import RUN_ID_PENDING, build_job
+from gaca.tracking.identity import run_key
+
+from .conftest import compose_run, gaca
+
+pytestmark = pytest.mark.slow
+
+MODELS = ("/models/Qwen2.5-1.5B-Instruct", "/models/Qwen2.5-7B-Instruct")
+PAPER_SWEEP = ["backend=verl", "trainer=paper", "model=path", f"model.path={','.join(MODELS)}"]
+
+
+def printed_jobs(stdout: str) -> dict[int, tuple[str, str, str]]:
+    """Job number -> (run label, run key, its shell command) from the dry run's output."""
+    pattern = re.compile(r"^verl job #(\d+) \((.*), run key ([0-9a-f]{16})\):\n((?:.*\\\n)*.*)$", re.MULTILINE)
+    return {int(m[1]): (m[2], m[3], m[4]) for m in pattern.finditer(stdout)}
+
+
+def parse_shell(command: str) -> tuple[str, dict[str, str], list[str]]:
+    """(folder, environment, argv) of ``cd DIR && VAR=value ... argv``."""
+    words = shlex.split(command.replace("\\\n", " "))
+    assert words[0] == "cd" and words[2] == "&&"
+    folder, rest = words[1], words[3:]
+    env = {}
+    while re.match(r"^[A-Z_][A-Z0-9_]*=", rest[0]):
+        name, value = rest.pop(0).split("=", 1)
+        env[name] = value
+    return folder, env, rest
+
+
+@pytest.mark.timeout(300)
+def test_the_dry_run_prints_every_jobs_exact_command_and_the_gpu_hours(tmp_path: Path, monkeypatch):
+    result = gaca("sweep", "main", *PAPER_SWEEP, "launcher=slurm", "hydra.launcher.gpus_per_node=4", "--dry-run",
+                  cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    jobs = printed_jobs(out)
+    assert sorted(jobs) == list(range(36))  # 3 methods x 2 families x 2 models x 3 seeds
+    assert "to launch: 36 runs, about 864.0 GPU hours (24.00 per run)" in out
+    assert "dry run: nothing launched" in out and "warning" not in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no store, no run folders, no job folders
+
+    monkeypatch.chdir(tmp_path)  # where the driver resolved the store and the checkpoint folders
+    for number in (0, 17, 35):
+        label, key, command = jobs[number]
+        run, resolved = compose_run(*PAPER_SWEEP[:3], *label.split(), *(o for o in PAPER_SWEEP[3:] if "," not in o))
+        assert run_key(resolved) == key
+        expected = build_job(run, key, f"sqlite:///{tmp_path / 'mlflow.db'}", None, launcher_gpus=4)
+        folder, env, argv = parse_shell(command)
+        assert (folder, env, argv) == (expected.cwd, dict(expected.env), expected.argv)
+        assert env["MLFLOW_RUN_ID"] == RUN_ID_PENDING and env["GACA_RUN_KEY"] == key
+        assert "trainer.n_gpus_per_node=4" in argv and "trainer.total_training_steps=150" in argv
+
+
+@pytest.mark.timeout(300)
+def test_a_slurm_dry_run_without_gpus_warns(tmp_path: Path):
+    result = gaca("sweep", "main", *PAPER_SWEEP[:3], f"model.path={MODELS[0]}", "seed=0", "env=household",
+                  "algorithm=gaca", "launcher=slurm", "--dry-run", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(printed_jobs(result.stdout)) == 1
+    assert "warning: hydra.launcher.gpus_per_node is not set" in result.stdout
+    assert "trainer.n_gpus_per_node=1" in result.stdout
