@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gaca.paper.metrics import publish_contract_metrics
-from gaca.paper.tags import run_name, run_tags
+from gaca.tracking.tags import run_name, run_tags
 from gaca.paper.verl_job import VerlJob, build_job, launcher_gpus_per_node
 from gaca.trainer.config import RunConfig
 

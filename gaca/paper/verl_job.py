@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from gaca.paper.tags import run_name
+from gaca.tracking.tags import run_name
 from gaca.trainer.config import RunConfig
 
 TRAINER_MODULE = "verl.trainer.main_ppo"

@@ -29,6 +29,7 @@ from gaca.trainer.progress import Progress
 from gaca.trainer.rollout import Rollouts, collect_rollouts
 from gaca.tracking.identity import run_key
 from gaca.tracking.run import RunLogger, find_run, flatten
+from gaca.tracking.tags import run_name, run_tags
 from gaca.tracking.store import prepare_store, resolve_tracking_uri
 
 CRITICALITY_BINS = np.linspace(0.0, 4.0, 41)
@@ -155,16 +156,8 @@ def train(
         histogram = checkpoint.state["criticality_hist"]
         start = checkpoint.iteration
 
-    tags = {
-        "gaca.block": run.block,
-        "gaca.method": run.algorithm.method,
-        "gaca.env": run.env.name,
-        "gaca.seed": str(run.seed),
-        "gaca.scale": run.model.name if run.model.name != "path" else Path(run.model.path).name,
-    }
-    run_name = f"{run.algorithm.method}-{run.env.name}-{tags['gaca.scale']}-s{run.seed}-{key[:6]}"
     logger = RunLogger.open(
-        uri, run.tracking.experiment, key, run_name, tags, flatten(resolved),
+        uri, run.tracking.experiment, key, run_name(run, key), run_tags(run), flatten(resolved),
         resume_run_id=existing.run_id if existing else None,
     )
     if existing is None:

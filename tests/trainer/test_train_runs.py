@@ -30,7 +30,7 @@ def test_run_follows_the_tracking_contract(workdir, compose_run):
     tags = record.data.tags
     assert tags["gaca.run_key"] == result.run_key
     assert (tags["gaca.block"], tags["gaca.method"], tags["gaca.env"], tags["gaca.seed"]) == ("adhoc", "gaca", "household", "1")
-    assert tags["gaca.scale"] == "tiny" and tags["gaca.git_commit"]
+    assert tags["gaca.scale"] == "tiny" and tags["gaca.backend"] == "cpu" and tags["gaca.git_commit"]
     params = record.data.params
     assert params["algorithm.lambda0"] == "0.5" and params["trainer.group_size"] == "4" and params["env.horizon"] == "6"
     expected = {

@@ -1,10 +1,12 @@
-"""The MLflow tags and run name of a run, as the tracking contract (README) and the CPU trainer write them."""
+"""The MLflow tags and run name of a run, shared by the CPU trainer and the verl job wrapper (the README's tracking contract)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gaca.trainer.config import RunConfig
+if TYPE_CHECKING:
+    from gaca.trainer.config import RunConfig
 
 
 def scale(run: RunConfig) -> str:
