@@ -16,7 +16,11 @@ quiet_pip() {  # pip, without this machine's noise about missing local index fol
   printf '%s\n' "$log" | grep -v -e '^WARNING: Location' -e '^$' || true
 }
 
-[ -x .venv/bin/python ] || "${PYTHON:-python3}" -m venv .venv
+# A venv left half-made (interrupted while installing pip) is made again.
+if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  rm -rf .venv
+  "${PYTHON:-python3}" -m venv .venv
+fi
 quiet_pip install --quiet --upgrade pip
 .venv/bin/python -c "import torch" 2>/dev/null || quiet_pip install --quiet "torch==${GACA_TORCH_VERSION:-2.13.0}"
 extras=$(IFS=,; echo "$*")
