@@ -21,6 +21,7 @@ if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
   rm -rf .venv
   "${PYTHON:-python3}" -m venv .venv
 fi
+export PATH="$PWD/.venv/bin:$PATH"  # fast-downward (alfworld extra) builds with `python`: the venv's, not a shim
 quiet_pip install --quiet --upgrade pip
 .venv/bin/python -c "import torch" 2>/dev/null || quiet_pip install --quiet "torch==${GACA_TORCH_VERSION:-2.13.0}"
 extras=$(IFS=,; echo "$*")

@@ -45,7 +45,7 @@ def latex_problem() -> str | None:
     return None
 
 
-CI_MODULES = ("verl",)
+CI_MODULES = ("verl", "alfworld", "textworld")
 """Extras CI installs; their tests skip where they are missing (pytest.importorskip), so under
 CI=true a missing one stops the session instead of going green by skipping."""
 
@@ -55,7 +55,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     missing = [name for name in CI_MODULES if importlib.util.find_spec(name) is None]
     if missing:
-        raise pytest.UsageError(f"CI=true but {missing} cannot be imported; `bash scripts/setup.sh dev verl` installs them")
+        raise pytest.UsageError(f"CI=true but {missing} cannot be imported; `bash scripts/setup.sh dev verl alfworld` installs them")
 
 
 # marker -> the check that says why its tests cannot run here (None: they can).

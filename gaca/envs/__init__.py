@@ -1,10 +1,11 @@
-"""Embedded text environments: the household (ALFWorld-style) and shop (WebShop-style) families.
+"""Text environments: the embedded household (ALFWorld-style) and shop (WebShop-style) families, and
+alfworld (ALFWorld's games on its real engine, with the `alfworld` extra).
 
 ``make_family(EnvConfig(name=...))`` builds a family; ``family.make(task_id)`` an episode;
 ``VectorEnv`` steps many episodes at once.
 """
 
-from gaca.envs import household, shop  # noqa: F401  (registers the families)
+from gaca.envs import alfworld, household, shop  # noqa: F401  (registers the families)
 from gaca.envs.base import Env, EnvFamily, Observation, StepResult
 from gaca.envs.config import EnvConfig
 from gaca.envs.families import FAMILIES, make_family

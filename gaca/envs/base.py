@@ -89,6 +89,14 @@ class EnvFamily(ABC):
         self.train_task_ids: range = range(cfg.num_eval_tasks, cfg.num_eval_tasks + cfg.num_train_tasks)
 
     @classmethod
+    def check_config(cls, cfg: EnvConfig) -> None:
+        """Validate the fields of ``cfg`` that this family reads beyond the common ones (EnvConfig calls it)."""
+        cls.resolve_knobs(cfg.difficulty, cfg.knobs)
+        for name in ("games_dir", "cache_dir"):
+            if getattr(cfg, name) is not None:
+                raise ValueError(f"EnvConfig.{name} applies to env alfworld only; leave it null for {cfg.name}")
+
+    @classmethod
     def resolve_knobs(cls, difficulty: str, overrides: Mapping[str, Any]) -> Any:
         """The knobs of preset ``difficulty`` with ``overrides`` applied, validated by name."""
         return resolve_knobs(cls.knob_presets, difficulty, overrides)

@@ -21,7 +21,7 @@ class EnvConfig:
     """
 
     name: str = "household"
-    """Environment family: household (ALFWorld-style) or shop (WebShop-style)."""
+    """Environment family: household (ALFWorld-style), shop (WebShop-style) or alfworld (ALFWorld's real engine)."""
     difficulty: str = "easy"
     """Knob preset: easy (learnable by a tiny policy on CPU) or paper (ALFWorld/WebShop-like sizes)."""
     knobs: Mapping[str, Any] = field(default_factory=dict)
@@ -36,6 +36,11 @@ class EnvConfig:
     """Reward subtracted for an inadmissible action (verl-agent's 0.1), >= 0."""
     seed: int = 0
     """Seed of the task generator (and of the shop's catalogue); fixes what every task id holds."""
+    games_dir: str | None = None
+    """alfworld only: the folder of ALFWorld's official games (holding json_2.1.1/, as alfworld-download
+    fills $ALFWORLD_DATA); None = games generated from household tasks."""
+    cache_dir: str | None = None
+    """alfworld only: where generated games are written, one file per task; None = ~/.cache/gaca/alfworld."""
 
     def __post_init__(self) -> None:
         if self.name not in FAMILIES:
@@ -55,7 +60,11 @@ class EnvConfig:
             raise ValueError(f"EnvConfig.invalid_penalty must be a finite number >= 0, got {penalty!r}")
         if not isinstance(self.knobs, Mapping):
             raise ValueError(f"EnvConfig.knobs must be a mapping of knob name -> value, got {self.knobs!r}")
-        FAMILIES.get(self.name).resolve_knobs(self.difficulty, self.knobs)
+        for name in ("games_dir", "cache_dir"):
+            folder = getattr(self, name)
+            if folder is not None and (not isinstance(folder, str) or not folder):
+                raise ValueError(f"EnvConfig.{name} must be a folder path or null, got {folder!r}")
+        FAMILIES.get(self.name).check_config(self)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> EnvConfig:

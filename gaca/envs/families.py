@@ -11,9 +11,11 @@ if TYPE_CHECKING:
     from gaca.envs.config import EnvConfig
 
 FAMILIES: Registry[type[EnvFamily]] = Registry("environment family")
-"""Family name -> ``EnvFamily`` subclass: "household" (ALFWorld-style) and "shop" (WebShop-style)."""
+"""Family name -> ``EnvFamily`` subclass: "household" (ALFWorld-style), "shop" (WebShop-style) and
+"alfworld" (ALFWorld's real engine)."""
 
 
 def make_family(cfg: EnvConfig) -> EnvFamily:
-    """Build the family ``cfg.name`` (its task split, knobs and, for the shop, its catalogue)."""
+    """Build the family ``cfg.name`` (its task split, knobs and, for the shop, its catalogue; for alfworld
+    the official game list or the generated-game cache)."""
     return FAMILIES.get(cfg.name)(cfg)

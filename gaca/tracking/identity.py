@@ -11,6 +11,7 @@ from typing import Any, Mapping
 NOT_IDENTITY = ("tracking", "output_dir", "resume", "block", "hydra", "launcher")
 NOT_IDENTITY_TRAINER = ("estimated_cpu_minutes", "estimated_gpu_hours", "transcripts", "preset", "threads")
 NOT_IDENTITY_MODEL = ("device",)
+NOT_IDENTITY_ENV = ("cache_dir",)  # where generated ALFWorld games are cached; games_dir (which games) stays
 # How a verl job is placed and started (GPUs, folders, the trainer command) does not change what it computes.
 NOT_IDENTITY_BACKEND = (
     "gpus_per_node", "nnodes", "tensor_parallel_size", "micro_batch_size_per_gpu",
@@ -32,6 +33,8 @@ def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
         canonical.get("trainer", {}).pop(key, None)
     for key in NOT_IDENTITY_MODEL:
         canonical.get("model", {}).pop(key, None)
+    for key in NOT_IDENTITY_ENV:
+        canonical.get("env", {}).pop(key, None)
     # The default backend drops out entirely, so runs keep the keys they had before backends existed.
     if canonical.get("backend", {}).get("name", DEFAULT_BACKEND) == DEFAULT_BACKEND:
         canonical.pop("backend", None)

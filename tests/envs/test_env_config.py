@@ -8,7 +8,7 @@ from gaca.envs import FAMILIES, EnvConfig, make_family
 @pytest.mark.parametrize(
     "changes, pattern",
     [
-        (dict(name="alfworld"), r"EnvConfig.name must be one of \['household', 'shop'\], got 'alfworld'"),
+        (dict(name="forest"), r"EnvConfig.name must be one of \['alfworld', 'household', 'shop'\], got 'forest'"),
         (dict(horizon=0), r"EnvConfig.horizon must be an int in \[1, "),
         (dict(horizon=2.5), r"EnvConfig.horizon must be an int"),
         (dict(num_train_tasks=0), r"EnvConfig.num_train_tasks must be an int in \[1, "),
@@ -45,9 +45,9 @@ def test_from_dict_rejects_unknown_keys():
     assert EnvConfig.from_dict({"name": "shop", "horizon": 15}) == EnvConfig(name="shop", horizon=15)
 
 
-def test_registry_lists_both_families():
-    assert FAMILIES.names() == ["household", "shop"]
-    with pytest.raises(ValueError, match="known: household, shop"):
+def test_registry_lists_the_families():
+    assert FAMILIES.names() == ["alfworld", "household", "shop"]
+    with pytest.raises(ValueError, match="known: alfworld, household, shop"):
         FAMILIES.get("webshop")
 
 
