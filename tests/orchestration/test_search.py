@@ -62,7 +62,9 @@ def test_a_study_prunes_cancels_continues_and_takes_up_a_left_trial(tmp_path: Pa
         value=1.0, intermediate_values={0: 1.0, 10: 1.0, 20: 1.0, 30: 1.0},
     ))
     common = ["--study", "gate-test", "--storage", storage, "--workers", "1", "search.seeds=[0,1]", *TINY]
-    long_runs = ["trainer.iterations=30", "trainer.eval_every=10"]  # still running when the pruner says stop
+    # Long enough to be still running when the pruner says stop, however fast the machine trains.
+    long_iterations = 400
+    long_runs = [f"trainer.iterations={long_iterations}", "trainer.eval_every=10"]
 
     prune_early = "search.pruner.n_startup_trials=1"
     pruning = gaca("search", "gate", "--trials", "2", *common, *long_runs, prune_early, cwd=tmp_path)
@@ -75,7 +77,7 @@ def test_a_study_prunes_cancels_continues_and_takes_up_a_left_trial(tmp_path: Pa
     pruned = [run for run in logged_runs(uri) if run.tags.get("gaca.trial") == "1"]
     assert len(pruned) == 2 and all(run.tags["gaca.trial_state"] == "pruned" for run in pruned)
     assert all(run.status != "FINISHED" for run in pruned)  # cancelled: their iterations never ran out
-    assert all(max(step for step, _ in run.history.get("train/success_rate", [(0, 0)])) < 30 for run in pruned)
+    assert all(max(step for step, _ in run.history.get("train/success_rate", [(0, 0)])) < long_iterations for run in pruned)
 
     left = study.ask()  # a trial a dead driver left running: the rerun takes it up
     left_params = {key: left.suggest_float(key, low, high) for key, (low, high) in space.items()}
