@@ -20,13 +20,13 @@ import os
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 from gaca.paper.metrics import publish_contract_metrics
 from gaca.tracking.tags import run_name, run_tags
 from gaca.paper.verl_job import VerlJob, build_job, launcher_gpus_per_node
 from gaca.trainer.config import RunConfig
+from gaca.trainer.result import TrainResult
 
 STOP_GRACE_S = 30.0
 """Seconds the trainer gets to exit after SIGTERM before SIGKILL."""
@@ -37,18 +37,7 @@ class TrainerFailed(RuntimeError):
     """The verl trainer exited with a non-zero status."""
 
 
-@dataclass
-class LaunchResult:
-    """What ``gaca train`` and the sweep jobs report (the fields of the CPU trainer's result)."""
-
-    run_id: str | None
-    run_key: str
-    final_eval_success: float | None
-    skipped: bool = False
-    curve: list[tuple[int, float]] | None = None
-
-
-def launch(run: RunConfig, resolved: dict[str, Any]) -> LaunchResult:
+def launch(run: RunConfig, resolved: dict[str, Any]) -> TrainResult:
     """Train ``run`` (a validated ``backend=verl`` config) as a verl job; ``resolved`` is the plain
     config it was built from (for the run key and the params)."""
     from mlflow.tracking import MlflowClient
@@ -65,7 +54,7 @@ def launch(run: RunConfig, resolved: dict[str, Any]) -> LaunchResult:
     existing = find_run(client, experiment_id, key)
     if existing is not None and existing.status == "FINISHED":
         print(f"run {key} is already finished in MLflow (run {existing.run_id}); skipping", file=sys.stderr)
-        return LaunchResult(existing.run_id, key, None, skipped=True)
+        return TrainResult(existing.run_id, key, None, skipped=True)
 
     logger = RunLogger.open(
         uri, run.tracking.experiment, key, run_name(run, key), run_tags(run), flatten(resolved),
@@ -89,7 +78,7 @@ def launch(run: RunConfig, resolved: dict[str, Any]) -> LaunchResult:
         logger.finish("KILLED" if isinstance(error, (KeyboardInterrupt, SystemExit)) else "FAILED")
         raise
     logger.finish("FINISHED")
-    return LaunchResult(logger.run_id, key, published.final, curve=published.curve)
+    return TrainResult(logger.run_id, key, published.final, curve=published.curve)
 
 
 def run_trainer(job: VerlJob) -> int:

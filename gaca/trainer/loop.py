@@ -11,7 +11,6 @@ import copy
 import io
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from gaca.trainer.checkpoint import load_checkpoint, save_checkpoint
 from gaca.trainer.config import RunConfig
 from gaca.trainer.ppo import pad_rows, ppo_update
 from gaca.trainer.progress import Progress
+from gaca.trainer.result import TrainResult
 from gaca.trainer.rollout import Rollouts, collect_rollouts
 from gaca.tracking.identity import run_key
 from gaca.tracking.run import RunLogger, find_run, flatten
@@ -40,17 +40,6 @@ PURPOSE_TASKS, PURPOSE_ROLLOUT, PURPOSE_UPDATE, PURPOSE_EVAL = 1, 2, 3, 4
 
 def seed_for(seed: int, iteration: int, purpose: int) -> int:
     return int(np.random.SeedSequence([seed, iteration, purpose]).generate_state(1)[0])
-
-
-@dataclass
-class TrainResult:
-    run_id: str | None
-    run_key: str
-    final_eval_success: float | None
-    skipped: bool = False
-    """True when a finished run with the same key was already in MLflow."""
-    curve: list[tuple[int, float]] | None = None
-    """(iteration, eval success) of this invocation's evaluations."""
 
 
 def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy:

@@ -31,8 +31,8 @@ TRAIN_STEPS = [1, 2, 3, 4, 5, 6]
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    """The environment of a `gaca` subprocess: no inherited tracking URI, no network for Hugging Face."""
-    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    """The environment of a `gaca` subprocess: no inherited tracking URI or run, no network for Hugging Face."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID")}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **extra)
     return env
 

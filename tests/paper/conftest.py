@@ -3,8 +3,6 @@ folder, the CPU stand-in trainer, and the real `gaca` CLI as a subprocess."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +10,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from gaca.trainer.entry import CONF_DIR, validate
+
+from ..orchestration.conftest import gaca  # noqa: F401  (the real CLI as a subprocess; the paper tests import it from here)
 
 STANDIN = Path(__file__).with_name("standin_main_ppo.py")
 """The CPU stand-in for `python -m verl.trainer.main_ppo`."""
@@ -49,18 +49,6 @@ def compose_verl(overrides: list[str]):
         return compose("ppo_trainer", overrides=overrides)
 
 
-def cli_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID")}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **extra)
-    return env
-
-
-def gaca(*args: str, cwd: Path, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
-    """The real CLI, `python -m gaca.cli ARGS`, in ``cwd``."""
-    return subprocess.run(
-        [sys.executable, "-m", "gaca.cli", *args],
-        cwd=cwd, env=cli_env(**env), capture_output=True, text=True, timeout=timeout,
-    )
 
 
 @pytest.fixture(autouse=True)
