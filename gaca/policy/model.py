@@ -96,7 +96,16 @@ class Policy:
         """Write weights, tokenizer and ``ModelConfig`` to ``directory`` (created if missing)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(directory)
+        from transformers.utils import logging as hf_logging
+
+        # transformers draws a "Writing model shards" bar per save: noise in every checkpointing job's log.
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()
+        try:
+            self.model.save_pretrained(directory)
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
         self.tokenizer.save_pretrained(directory)
         (directory / CONFIG_FILE).write_text(json.dumps(self.config.to_dict(), indent=2, sort_keys=True))
 

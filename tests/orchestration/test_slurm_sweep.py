@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ SETTINGS = [override for override in TINY if not override.startswith("trainer.it
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
-LONG = 40
+LONG = 100
 """Iterations of the runs that are cancelled and preempted: still running when the test acts."""
 
 
@@ -49,6 +50,45 @@ def planned_keys(stdout: str) -> dict[str, str]:
     return {row[4]: row[2] for row in rows}
 
 
+def squeue(array: str) -> str:
+    return subprocess.run(["squeue", "-h", "-j", array, "-o", "%i %T"], capture_output=True, text=True).stdout
+
+
+def running(array: str) -> set[str]:
+    """The array's tasks that SLURM shows RUNNING (ids like 44_1)."""
+    return {line.split()[0] for line in squeue(array).splitlines() if line.split()[1:] == ["RUNNING"]}
+
+
+def cancel(task: str) -> None:
+    """scancel, repeated until the task has left RUNNING (see ``preempt`` on slurmctld's refusals)."""
+    while task in running(task.split("_")[0]):
+        try:
+            subprocess.run(["scancel", task], capture_output=True, timeout=3)
+        except subprocess.TimeoutExpired:
+            pass
+        time.sleep(0.5)
+
+
+def preempt(task: str, folder: Path) -> None:
+    """What SLURM does to a preempted job with a grace time: SIGTERM, then submitit's USR2 (checkpoint
+    and requeue). slurmctld answers some signals to a running array task with "Job can not be altered
+    now, try again later" although slurmd delivers them, and scancel then blocks in its own retries;
+    so each signal is sent until the job's log shows that submitit received it."""
+    logs = lambda: "".join(p.read_text() for p in folder.glob(f"multirun/*/*/jobs/{task}/*_log.*"))
+    for signal_name, received in [("SIGTERM", "Bypassing signal SIGTERM"), ("USR2", "Caught signal SIGUSR2")]:
+        deadline = time.monotonic() + 60
+        while received not in logs():
+            assert time.monotonic() < deadline, f"{task} never received {signal_name}"
+            assert task in running(task.split("_")[0]), f"{task} ended before it received {signal_name}"
+            try:
+                subprocess.run(["scancel", task, "--signal", signal_name], capture_output=True, timeout=3)
+            except subprocess.TimeoutExpired:
+                pass
+            waited = time.monotonic() + 2
+            while received not in logs() and time.monotonic() < waited:
+                time.sleep(0.1)
+
+
 def array_id(name: str) -> str:
     out = subprocess.run(["squeue", "-h", "-n", name, "-o", "%A"], capture_output=True, text=True, check=True).stdout
     ids = set(out.split())
@@ -57,8 +97,6 @@ def array_id(name: str) -> str:
 
 @pytest.mark.timeout(600)
 def test_a_block_on_slurm_fails_cancels_and_resumes_a_preempted_job(tmp_path: Path):
-    import submitit
-
     out_path, err_path = tmp_path / "driver.out", tmp_path / "driver.err"
     with open(out_path, "w") as out, open(err_path, "w") as err:
         driver = subprocess.Popen(
@@ -72,11 +110,21 @@ def test_a_block_on_slurm_fails_cancels_and_resumes_a_preempted_job(tmp_path: Pa
             cancelled = keys[f"seed=1 trainer.iterations={LONG}"]
             preempted = keys[f"seed=2 trainer.iterations={LONG}"]
             array = wait_for(lambda: array_id("gaca-slurm-e2e"), 60, "the job array in squeue")
-            # One array, tasks in plan order: 0 cancelled, 1 preempted, 2 fine, 3 failing.
-            wait_for((tmp_path / "runs" / cancelled / "LATEST").exists, 240, "a checkpoint of the run to cancel")
-            subprocess.run(["scancel", f"{array}_0"], check=True)
-            wait_for((tmp_path / "runs" / preempted / "LATEST").exists, 240, "a checkpoint of the run to preempt")
-            submitit.SlurmJob(tmp_path, f"{array}_1")._interrupt(timeout=False)  # SIGTERM, then USR2: a preemption
+            # One array, tasks in plan order: 0 cancelled, 1 preempted, 2 fine, 3 failing. Each long
+            # run is acted on as soon as it has a checkpoint, in whichever order the two start: one
+            # that started first must not finish while the test waits for the other.
+            actions = {
+                cancelled: lambda: cancel(f"{array}_0"),
+                preempted: lambda: preempt(f"{array}_1", tmp_path),
+            }
+
+            def act_on_checkpointed() -> bool:
+                for key in [key for key in actions if (tmp_path / "runs" / key / "LATEST").exists()]:
+                    assert f"{array}_{0 if key == cancelled else 1}" in running(array), (key, squeue(array))
+                    actions.pop(key)()
+                return not actions
+
+            wait_for(act_on_checkpointed, 300, "checkpoints of the runs to cancel and to preempt")
             code = driver.wait(timeout=480)
         finally:
             if driver.poll() is None:
