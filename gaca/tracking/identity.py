@@ -7,6 +7,8 @@ import hashlib
 import json
 from typing import Any, Mapping
 
+from gaca.policy.config import MODEL_PRESETS
+
 # Where a run is logged, written or dispatched does not change what it computes.
 NOT_IDENTITY = ("tracking", "output_dir", "resume", "block", "hydra", "launcher")
 NOT_IDENTITY_TRAINER = ("estimated_cpu_minutes", "estimated_gpu_hours", "transcripts", "preset", "threads")
@@ -33,6 +35,12 @@ def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
         canonical.get("trainer", {}).pop(key, None)
     for key in NOT_IDENTITY_MODEL:
         canonical.get("model", {}).pop(key, None)
+    model = canonical.get("model")
+    if isinstance(model, dict) and model.get("name") in MODEL_PRESETS:
+        # Sizes left to the preset are the preset's: a preset that changes size changes the key.
+        for field, value in MODEL_PRESETS[model["name"]].items():
+            if model.get(field) is None:
+                model[field] = value
     for key in NOT_IDENTITY_ENV:
         canonical.get("env", {}).pop(key, None)
     # The default backend drops out entirely, so runs keep the keys they had before backends existed.

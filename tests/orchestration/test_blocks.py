@@ -105,3 +105,19 @@ def test_a_block_file_without_grids_is_refused(tmp_path):
     bad.write_text("# @package _global_\nblock: bad\nsweep: {seed: 0}\n")
     with pytest.raises(ValueError, match="'sweep' must be a non-empty list of grids"):
         load_block(str(bad))
+
+
+def test_a_model_presets_sizes_are_part_of_the_run_key(tmp_path):
+    """Sizes left null take the preset's: spelling them out keeps the key, other sizes change it, so a
+    store holding runs of an older preset size does not pass them off as done."""
+    blocks = load_blocks("detector")
+    session = HydraSession("local", [], [blocks[0].search_path], tmp_path, job_name="test")
+
+    def key(*overrides: str) -> str:
+        return plan_runs(blocks, ["seed=0", "algorithm.detector=entropy", *overrides], session.compose)[0].key
+
+    from gaca.policy.config import MODEL_PRESETS
+
+    tiny = MODEL_PRESETS["tiny"]
+    assert key() == key(*(f"model.{field}={value}" for field, value in tiny.items()))
+    assert key() != key(f"model.intermediate_size={2 * tiny['intermediate_size']}")
