@@ -11,6 +11,8 @@ exit status is 1 when any failed, and the summary names each with its traceback 
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
 import sys
 import time
 from datetime import datetime
@@ -150,7 +152,7 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
     from gaca.orchestration.job import run as run_job
 
     pool = JobPool(session.launcher(run_job), session.parallel_jobs)
-    pool.add([(run.key, run.index, session.job_overrides(run.overrides)) for run in runs])
+    pool.add([(run.key, run.index, session.job_overrides(run.overrides)) for run in launch_order(runs)])
     at_once = "as one job array" if session.parallel_jobs is None else f"at most {session.parallel_jobs} at once"
     print(f"launching {len(runs)} jobs through submitit_{session.launcher_name} ({at_once}); "
           f"logs under {session.sweep_dir}", flush=True)
@@ -184,6 +186,20 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
         report_failures(failures, len(runs))
         return EXIT_FAILED
     return 0
+
+
+def launch_order(runs: list[PlannedRun]) -> list[PlannedRun]:
+    """The runs taken round-robin over their starting policies (seed, env, model, init, bc), plan order
+    within each: jobs that start together then build different behaviour clones, instead of one job
+    idling on the cache lock while another builds the clone they share (the detector block's first
+    two runs are seed 0's entropy and uniform)."""
+    groups: dict[str, list[PlannedRun]] = {}
+    for run in runs:
+        config = run.config
+        start = [config.seed, config.env.to_dict(), config.model.to_dict(), config.trainer.init, config.trainer.bc.__dict__]
+        groups.setdefault(json.dumps(start, sort_keys=True, default=str), []).append(run)
+    layers = itertools.zip_longest(*groups.values())
+    return [run for layer in layers for run in layer if run is not None]
 
 
 def report_failures(failures: list[tuple[PlannedRun, Outcome]], launched: int) -> None:

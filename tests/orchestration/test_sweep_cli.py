@@ -101,3 +101,18 @@ def block_counts(out: str) -> dict[str, dict[str, str]]:
         cells = line.split()
         counts[cells[0]] = dict(zip(header[1:], cells[1:7]))
     return counts
+
+
+def test_jobs_start_round_robin_over_their_starting_policies(workspace: Path):
+    """The detector block's plan is seed-major; launched that way, its first two jobs would share seed 0's
+    behaviour clone and one would idle on the cache lock while the other builds it."""
+    blocks = load_blocks("detector")
+    session = HydraSession("local", [], [blocks[0].search_path], workspace, job_name="test")
+    runs = plan_runs(blocks, [], session.compose)
+    assert [(run.config.seed, run.config.algorithm.detector) for run in runs[:2]] == [(0, "entropy"), (0, "uniform")]
+
+    order = [(run.config.seed, run.config.algorithm.detector) for run in sweep.launch_order(runs)]
+
+    assert order == [(seed, detector) for detector in ("entropy", "uniform", "random") for seed in (0, 1, 2)]
+    scratch = plan_runs(blocks, ["trainer.init=scratch", "seed=0"], session.compose)
+    assert sweep.launch_order(scratch) == scratch  # one starting policy: plan order
