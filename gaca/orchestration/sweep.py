@@ -189,15 +189,14 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
 
 
 def launch_order(runs: list[PlannedRun]) -> list[PlannedRun]:
-    """The runs taken round-robin over their starting policies (seed, env, model, init, bc), plan order
-    within each: jobs that start together then build different behaviour clones, instead of one job
-    idling on the cache lock while another builds the clone they share (the detector block's first
-    two runs are seed 0's entropy and uniform)."""
+    """The runs taken round-robin over their starting policies (``RunConfig.starting_policy``, the
+    behaviour-clone cache key), plan order within each: jobs that start together then build different
+    clones, instead of one job idling on the cache lock while another builds the clone they share
+    (the detector block's first two runs are seed 0's entropy and uniform)."""
     groups: dict[str, list[PlannedRun]] = {}
     for run in runs:
-        config = run.config
-        start = [config.seed, config.env.to_dict(), config.model.to_dict(), config.trainer.init, config.trainer.bc.__dict__]
-        groups.setdefault(json.dumps(start, sort_keys=True, default=str), []).append(run)
+        start = run.config.starting_policy()
+        groups.setdefault(run.key if start is None else json.dumps(start, sort_keys=True), []).append(run)
     layers = itertools.zip_longest(*groups.values())
     return [run for layer in layers for run in layer if run is not None]
 

@@ -7,7 +7,7 @@ import hashlib
 import json
 from typing import Any, Mapping
 
-from gaca.policy.config import MODEL_PRESETS
+from gaca.policy.config import MODEL_PRESETS, SIZE_FIELDS, ModelConfig
 
 # Where a run is logged, written or dispatched does not change what it computes.
 NOT_IDENTITY = ("tracking", "output_dir", "resume", "block", "hydra", "launcher")
@@ -38,9 +38,8 @@ def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
     model = canonical.get("model")
     if isinstance(model, dict) and model.get("name") in MODEL_PRESETS:
         # Sizes left to the preset are the preset's: a preset that changes size changes the key.
-        for field, value in MODEL_PRESETS[model["name"]].items():
-            if model.get(field) is None:
-                model[field] = value
+        sized = ModelConfig.from_dict(model)
+        model.update({field: getattr(sized, field) for field in SIZE_FIELDS})
     for key in NOT_IDENTITY_ENV:
         canonical.get("env", {}).pop(key, None)
     # The default backend drops out entirely, so runs keep the keys they had before backends existed.

@@ -280,6 +280,12 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def starting_policy(self) -> dict[str, Any] | None:
+        """What the behaviour-cloned starting policy depends on (its cache key); None for init=scratch."""
+        if self.trainer.init == "scratch":
+            return None
+        return {"env": self.env.to_dict(), "model": self.model.to_dict(), "bc": self.trainer.bc.__dict__, "seed": self.seed}
+
 
 def _check_verl_run(run: RunConfig) -> None:
     """What a verl job cannot take from a config that the CPU trainer accepts."""

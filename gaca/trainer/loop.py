@@ -45,7 +45,8 @@ def seed_for(seed: int, iteration: int, purpose: int) -> int:
 def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy:
     """The starting policy: the seeded random init, or its behaviour clone (cached by config)."""
     vocabulary = sorted(family.vocabulary())
-    if run.trainer.init == "scratch":
+    key = run.starting_policy()
+    if key is None:
         return Policy.create(run.model, vocabulary, seed=run.seed)
 
     def build() -> Policy:
@@ -59,7 +60,6 @@ def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy
         behaviour_clone(policy, demos, bc.steps, bc.lr, bc.batch_size, run.seed)
         return policy
 
-    key = {"env": run.env.to_dict(), "model": run.model.to_dict(), "bc": run.trainer.bc.__dict__, "seed": run.seed}
     return cached_policy(cache_dir, key, build)
 
 

@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 from gaca.orchestration.blocks import SWEEPS_DIR, block_names, expand, load_block, load_blocks
 from gaca.orchestration.plan import plan_runs
 from gaca.orchestration.session import HydraSession
+from gaca.policy.config import MODEL_PRESETS
 from gaca.tracking.run import flatten
 
 EXPECTED_RUNS = {"main": 36, "detector": 9, "lambda0": 18, "modulation": 9, "alpha_c": 9, "debias": 6}
@@ -115,8 +116,6 @@ def test_a_model_presets_sizes_are_part_of_the_run_key(tmp_path):
 
     def key(*overrides: str) -> str:
         return plan_runs(blocks, ["seed=0", "algorithm.detector=entropy", *overrides], session.compose)[0].key
-
-    from gaca.policy.config import MODEL_PRESETS
 
     tiny = MODEL_PRESETS["tiny"]
     assert key() == key(*(f"model.{field}={value}" for field, value in tiny.items()))

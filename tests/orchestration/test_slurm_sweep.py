@@ -20,8 +20,13 @@ SETTINGS = [override for override in TINY if not override.startswith("trainer.it
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
-LONG = 100
-"""Iterations of the runs that are cancelled and preempted: still running when the test acts."""
+LONG = 300
+"""Iterations of the preempted run: still running when its signals land (slurmctld may refuse them for
+seconds, see ``preempt``), and it must then finish all of them after its requeue."""
+
+ENDLESS = 100_000
+"""Iterations of the cancelled run: it cannot finish on its own before the cancel lands (in CI a run of
+100 iterations did, at well under 0.1 s per iteration)."""
 
 
 def block_file(folder: Path) -> Path:
@@ -32,7 +37,9 @@ def block_file(folder: Path) -> Path:
         "# @package _global_\n"
         "block: slurm-e2e\n"
         "sweep:\n"
-        "  - seed: 1,2\n"
+        "  - seed: 1\n"
+        f"    trainer.iterations: {ENDLESS}\n"
+        "  - seed: 2\n"
         f"    trainer.iterations: {LONG}\n"
         "  - seed: 0\n"
         "    trainer.iterations: 6\n"
@@ -107,7 +114,7 @@ def test_a_block_on_slurm_fails_cancels_and_resumes_a_preempted_job(tmp_path: Pa
         try:
             wait_for(lambda: "launching 4 jobs" in out_path.read_text(), 300, "the driver to launch")
             keys = planned_keys(out_path.read_text())
-            cancelled = keys[f"seed=1 trainer.iterations={LONG}"]
+            cancelled = keys[f"seed=1 trainer.iterations={ENDLESS}"]
             preempted = keys[f"seed=2 trainer.iterations={LONG}"]
             array = wait_for(lambda: array_id("gaca-slurm-e2e"), 60, "the job array in squeue")
             # One array, tasks in plan order: 0 cancelled, 1 preempted, 2 fine, 3 failing. Each long
