@@ -24,6 +24,7 @@ VERL_TO_CONTRACT: Mapping[str, str] = {
     "actor/pg_clipfrac": "loss/clip_frac",
     "actor/entropy_loss": "loss/entropy",  # verl-agent's name for the mean token entropy
     "actor/grad_norm": "loss/grad_norm",
+    "actor/lr": "train/lr",
     "timing_s/step": "perf/iteration_s",
 }
 """verl-agent's metric (its ray_trainer and metric_utils) -> the contract's (README, "Tracking contract")."""

@@ -11,6 +11,7 @@ from gaca.estimators import AdvantageConfig
 from gaca.policy.config import ModelConfig
 
 INITS = ("bc", "scratch")
+LR_SCHEDULES = ("constant", "linear")
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,9 @@ class TrainerConfig:
     """Step rows per gradient step."""
     lr: float = 1e-3
     """AdamW learning rate (the paper's 1e-6 is for a 1.5B model; a tiny model needs far more)."""
+    lr_schedule: str = "constant"
+    """constant, or linear: at iteration i of n the rate is lr x (1 - (i - 1) / n), annealed toward 0 as
+    CleanRL's PPO does (``anneal_lr``), so that the last iterations move the policy little."""
     weight_decay: float = 0.0
     """AdamW weight decay."""
     clip_ratio: float = 0.2
@@ -96,6 +100,8 @@ class TrainerConfig:
         _int_at_least("trainer.ppo_epochs", self.ppo_epochs, 1)
         _int_at_least("trainer.minibatch_size", self.minibatch_size, 1)
         _number_in("trainer.lr", self.lr, 0.0, 1.0, "in (0, 1]", low_open=True)
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"trainer.lr_schedule must be one of {list(LR_SCHEDULES)}, got {self.lr_schedule!r}")
         _number_in("trainer.weight_decay", self.weight_decay, 0.0, 1.0, "in [0, 1]")
         _number_in("trainer.clip_ratio", self.clip_ratio, 0.0, 1.0, "in (0, 1)", low_open=True)
         if self.clip_ratio_c is not None:
@@ -116,6 +122,12 @@ class TrainerConfig:
             _int_at_least("trainer.threads", self.threads, 1)
         _number_in("trainer.estimated_cpu_minutes", self.estimated_cpu_minutes, 0.0, math.inf, ">= 0")
         _number_in("trainer.estimated_gpu_hours", self.estimated_gpu_hours, 0.0, math.inf, ">= 0")
+
+    def lr_at(self, iteration: int) -> float:
+        """The learning rate of iteration ``iteration`` (1-based) under ``lr_schedule``."""
+        if self.lr_schedule == "linear":
+            return self.lr * (1.0 - (iteration - 1) / self.iterations)
+        return self.lr
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "TrainerConfig":
@@ -301,6 +313,11 @@ def _check_verl_run(run: RunConfig) -> None:
         )
     if run.trainer.clip_ratio_c is None:
         raise ValueError("trainer.clip_ratio_c must be a number > 1 with backend=verl (verl always applies the dual clip)")
+    if run.trainer.lr_schedule != "constant":
+        raise ValueError(
+            f"trainer.lr_schedule={run.trainer.lr_schedule} is the CPU trainer's; backend=verl keeps verl's constant "
+            "learning rate: use trainer=paper or trainer.lr_schedule=constant"
+        )
     if run.env.name not in VERL_ENV_FAMILIES:
         raise ValueError(f"env.name={run.env.name} has no verl-agent environment; backend=verl plays {list(VERL_ENV_FAMILIES)}")
 

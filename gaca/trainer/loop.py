@@ -180,6 +180,8 @@ def train(
             )
             estimator_seconds = time.perf_counter() - estimator_began
             update_began = time.perf_counter()
+            for group in optimizer.param_groups:
+                group["lr"] = trainer.lr_at(iteration)
             stats = ppo_update(
                 policy, reference, optimizer, rows, advantage.advantages, trainer,
                 torch.Generator().manual_seed(seed_for(run.seed, iteration, PURPOSE_UPDATE)),
@@ -199,6 +201,7 @@ def train(
                 "loss/clip_frac": stats.clip_frac,
                 "loss/entropy": stats.entropy,
                 "loss/grad_norm": stats.grad_norm,
+                "train/lr": optimizer.param_groups[0]["lr"],
                 **{f"diag/{k}": v for k, v in advantage.diagnostics.items()},
                 "perf/iteration_s": elapsed,
                 "perf/env_s": rollouts.env_seconds,

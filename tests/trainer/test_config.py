@@ -40,6 +40,7 @@ def test_path_model_needs_a_path():
         ("trainer.iterations=0", "trainer.iterations must be an int >= 1"),
         ("trainer.clip_ratio_c=0.5", "trainer.clip_ratio_c must be > 1"),
         ("trainer.init=warm", "trainer.init must be one of \\['bc', 'scratch'\\]"),
+        ("trainer.lr_schedule=cosine", "trainer.lr_schedule must be one of \\['constant', 'linear'\\], got 'cosine'"),
         ("trainer.bc.noise=2", "trainer.bc.noise must be in \\[0, 1\\]"),
         ("env.horizon=0", "EnvConfig.horizon must be an int in \\[1,"),
         ("algorithm.lambda0=2", "AdvantageConfig.lambda0 must be in \\[0, 1\\], got 2"),
@@ -51,6 +52,17 @@ def test_path_model_needs_a_path():
 def test_bad_values_name_the_key(override, message):
     with pytest.raises(ConfigError, match=message):
         compose_validate([override])
+
+
+def test_the_linear_schedule_anneals_the_rate_toward_zero_and_the_paper_keeps_verls_constant_rate():
+    run, _ = compose_validate(["trainer.iterations=4", "trainer.lr=0.002", "trainer.lr_schedule=linear"])
+    assert [run.trainer.lr_at(i) for i in range(1, 5)] == pytest.approx([0.002, 0.0015, 0.001, 0.0005])
+    constant, _ = compose_validate(["trainer.iterations=4", "trainer.lr=0.002", "trainer.lr_schedule=constant"])
+    assert [constant.trainer.lr_at(i) for i in range(1, 5)] == [0.002] * 4
+    paper, _ = compose_validate(["trainer=paper"])
+    assert paper.trainer.lr_schedule == "constant" and paper.trainer.lr_at(150) == 1e-6
+    with pytest.raises(ConfigError, match="trainer.lr_schedule=linear is the CPU trainer's"):
+        compose_validate(["backend=verl", "trainer=paper", "model=path", "model.path=some/checkpoint", "trainer.lr_schedule=linear"])
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ def only_run(uri):
 
 def test_run_follows_the_tracking_contract(workdir, compose_run):
     _, uri = workdir
-    run, resolved = compose_run("algorithm=gaca", "seed=1")
+    run, resolved = compose_run("algorithm=gaca", "seed=1", "trainer.lr_schedule=linear")
     result = train(run, resolved, quiet=True)
     client, runs = only_run(uri)
     assert len(runs) == 1
@@ -43,6 +43,9 @@ def test_run_follows_the_tracking_contract(workdir, compose_run):
     assert expected <= set(record.data.metrics)
     iterations = [m.step for m in client.get_metric_history(record.info.run_id, "train/success_rate")]
     assert iterations == [1, 2, 3, 4]
+    rates = [m.value for m in client.get_metric_history(record.info.run_id, "train/lr")]  # annealed
+    assert rates == pytest.approx([run.trainer.lr_at(i) for i in iterations]) and rates == sorted(rates, reverse=True)
+    assert rates[-1] < rates[0]
     evaluations = client.get_metric_history(record.info.run_id, "eval/success_rate")
     assert [m.step for m in evaluations] == [0, 2, 4]
     assert record.data.metrics["final/eval_success_rate"] == evaluations[-1].value == result.final_eval_success
@@ -59,11 +62,12 @@ def test_run_follows_the_tracking_contract(workdir, compose_run):
 
 def test_resume_equals_uninterrupted(workdir, compose_run):
     tmp_path, uri = workdir
-    run, resolved = compose_run("algorithm=gaca", "output_dir=straight")
+    annealed = "trainer.lr_schedule=linear"  # the rate follows the iteration across the resume
+    run, resolved = compose_run("algorithm=gaca", "output_dir=straight", annealed)
     straight = train(run, resolved, quiet=True)
     weights = {k: v.clone() for k, v in _policy_weights(tmp_path / "straight" / straight.run_key).items()}
 
-    resumed_run, resumed_resolved = compose_run("algorithm=gaca", "output_dir=resumed", "tracking.experiment=resumed")
+    resumed_run, resumed_resolved = compose_run("algorithm=gaca", "output_dir=resumed", "tracking.experiment=resumed", annealed)
     with pytest.raises(Interrupted):
         train(resumed_run, resumed_resolved, quiet=True, stop_after=2)
     client = MlflowClient(uri)
