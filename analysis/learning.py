@@ -10,22 +10,45 @@ the same held-out tasks, so the gain is paired per seed.
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
+from typing import Mapping
 
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from analysis.collect import DEFAULT_EXPERIMENT, EVAL_METRIC, PARAM_PREFIX, load_curves, load_runs, resolve_tracking_uri
+from gaca.estimators.config import AdvantageConfig
 
 CELL = ["method", "env", "scale"]
+NOT_A_VARIANT = ("method", "seed")
+"""Algorithm params that never tell two configurations of a method apart (the seed follows the run's)."""
+
+
+def variant(run: Mapping[str, object]) -> str:
+    """The run's method with the algorithm options it changes from that method's defaults, e.g.
+    ``gaca detector=uniform``: an ablated GACA (another block's run) never shares GACA's cell."""
+    method = str(run["method"])
+    try:
+        defaults = asdict(AdvantageConfig(method=method))
+    except (TypeError, ValueError):
+        return method
+    changed = []
+    for key, default in defaults.items():
+        value = run.get(f"{PARAM_PREFIX}algorithm.{key}")
+        if key not in NOT_A_VARIANT and value is not None and value == value and value != default:
+            changed.append(f"{key}={value}")
+    return " ".join([method, *changed])
 
 
 def learning_frame(runs: pd.DataFrame, curves: pd.DataFrame) -> pd.DataFrame:
-    """One row per finished run: ``method, env, scale, seed, initial, final, gain``.
+    """One row per finished run: ``method, env, scale, seed, initial, final, gain``; ``method`` names
+    the variant (``variant``).
 
     runs: ``load_runs`` rows (newest first; the newest finished run of a (cell, seed) is kept).
     curves: ``load_curves(..., [EVAL_METRIC])`` of those runs (``initial`` is its step-0 value).
     """
-    finished = runs[(runs["status"] == "FINISHED") & runs["final"].notna()]
+    finished = runs[(runs["status"] == "FINISHED") & runs["final"].notna()].copy()
+    finished["method"] = [variant(run) for run in finished.to_dict("records")]
     finished = finished.drop_duplicates([*CELL, "seed"])
     initial = curves[(curves["metric"] == EVAL_METRIC) & (curves["step"] == 0)].set_index("run_id")["value"]
     frame = finished[["run_id", *CELL, "seed", "final"]].copy()

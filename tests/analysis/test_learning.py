@@ -53,3 +53,19 @@ def test_without_preset_filter_the_other_preset_counts(store, capsys):
 def test_empty_selection_says_so(store):
     with pytest.raises(SystemExit, match="no finished run"):
         learning.main(["--tracking-uri", store, "--block", "nonexistent"])
+
+
+def test_an_ablated_gaca_gets_its_own_row_instead_of_standing_in_for_gaca(tmp_path, capsys):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    runs = [
+        SyntheticRun(method="gaca", seed=0, final_success=0.75, eval_curve=[0.25, 0.5, 0.75], block="main",
+                     train_metrics=False, histogram=False),
+        # the detector block's uniform control, logged later (the newest run of a cell used to win)
+        SyntheticRun(method="gaca", seed=0, final_success=0.25, eval_curve=[0.25, 0.25, 0.25], block="detector",
+                     overrides={"algorithm.detector": "uniform"}, train_metrics=False, histogram=False,
+                     start_time_ms=4_000_000_000_000),
+    ]
+    log_runs(MlflowClient(uri), "gaca", runs)
+    learning.main(["--tracking-uri", uri])
+    rows = {line.split("|")[1].strip(): line.split("|")[6].strip() for line in capsys.readouterr().out.splitlines()[2:]}
+    assert rows == {"gaca": "75.0", "gaca detector=uniform": "25.0"}
