@@ -14,7 +14,7 @@ MIN_PROMPT_TOKENS = 16
 """Room for the prompt's fixed ending (task and "your action :") plus some observation."""
 
 MODEL_PRESETS: dict[str, dict[str, int]] = {
-    # The paper's 1.5B / 7B pair in miniature: about 0.08M and 0.41M parameters with household's 140 words.
+    # The paper's 1.5B / 7B pair in miniature: about 0.08M and 0.41M parameters with household's vocabulary.
     # Sized so that a whole run fits in minutes on 2 CPU cores (compute grows with parameters x prompt tokens).
     "tiny": dict(hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=128),
     "small": dict(hidden_size=128, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=384),
