@@ -97,7 +97,9 @@ def preempt(task: str, folder: Path) -> None:
 
 
 def array_id(name: str) -> str:
-    out = subprocess.run(["squeue", "-h", "-n", name, "-o", "%A"], capture_output=True, text=True, check=True).stdout
+    """The array's base job id (%F: one value for every task; %A differs per started task, so it only
+    worked while SLURM had started none of them; in CI it started two within 20 ms of the submission)."""
+    out = subprocess.run(["squeue", "-h", "-n", name, "-o", "%F"], capture_output=True, text=True, check=True).stdout
     ids = set(out.split())
     return ids.pop() if len(ids) == 1 else ""
 
