@@ -10,33 +10,30 @@ the same held-out tasks, so the gain is paired per seed.
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
 from typing import Mapping
 
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from analysis.collect import DEFAULT_EXPERIMENT, EVAL_METRIC, PARAM_PREFIX, load_curves, load_runs, resolve_tracking_uri
-from gaca.estimators.config import AdvantageConfig
+from analysis.blocks import DEFAULT_CONFIG, METHOD_KEYS
+from analysis.collect import (
+    DEFAULT_EXPERIMENT, EVAL_METRIC, PARAM_PREFIX, load_curves, load_runs, resolve_tracking_uri, run_config,
+)
 
 CELL = ["method", "env", "scale"]
-NOT_A_VARIANT = ("method", "seed")
-"""Algorithm params that never tell two configurations of a method apart (the seed follows the run's)."""
 
 
 def variant(run: Mapping[str, object]) -> str:
-    """The run's method with the algorithm options it changes from that method's defaults, e.g.
-    ``gaca detector=uniform``: an ablated GACA (another block's run) never shares GACA's cell."""
+    """The run's method with the estimator params it reads (``blocks.METHOD_KEYS``) that differ from
+    GACA's defaults, e.g. ``gaca detector=uniform``: an ablated GACA (another block's run) never
+    shares GACA's cell."""
     method = str(run["method"])
-    try:
-        defaults = asdict(AdvantageConfig(method=method))
-    except (TypeError, ValueError):
-        return method
-    changed = []
-    for key, default in defaults.items():
-        value = run.get(f"{PARAM_PREFIX}algorithm.{key}")
-        if key not in NOT_A_VARIANT and value is not None and value == value and value != default:
-            changed.append(f"{key}={value}")
+    config = run_config(run)
+    changed = [
+        f"{key.removeprefix('algorithm.')}={config[key]}"
+        for key in METHOD_KEYS.get(method, ())
+        if key in config and config[key] != DEFAULT_CONFIG[key]
+    ]
     return " ".join([method, *changed])
 
 
