@@ -72,7 +72,7 @@ class JobPool:
         self._submit()
         finished = []
         for key, (job, started) in list(self.running.items()):
-            if job.done():
+            if ended(job):
                 del self.running[key]
                 finished.append((key, read_outcome(job, time.monotonic() - started)))
         if finished:
@@ -120,13 +120,34 @@ class JobPool:
             self.running[key] = (job, now)
 
 
+def ended(job: Any) -> bool:
+    """Whether ``job`` has ended: its result file is there, or its process (SLURM job) is gone.
+
+    submitit writes the result file atomically before the job's interpreter shuts down, and a
+    local job's shutdown (torch, MLflow) takes seconds that the next job can use; ``done()`` of a
+    local job waits for the process to exit."""
+    return Path(job.paths.result_pickle).exists() or job.done()
+
+
+def _finished_return(job: Any) -> Any | None:
+    """The task's return (Hydra's ``JobReturn``) read straight from the result file of a job that
+    finished without raising in submitit, else None (``job.results()`` then waits for the process)."""
+    from submitit.core.utils import pickle_load
+
+    path = Path(job.paths.result_pickle)
+    if not path.exists():
+        return None
+    outcome, value = pickle_load(path)
+    return value if outcome == "success" else None
+
+
 def read_outcome(job: Any, seconds: float) -> Outcome:
     """What a finished job gave: its task's return value, the exception it raised, or why it died."""
     from hydra.core.utils import JobStatus
 
     log = Path(job.paths.stderr)
     try:
-        job_return = job.results()[0]
+        job_return = _finished_return(job) or job.results()[0]
     except Exception as error:  # the job died: killed, cancelled, out of memory, timed out
         return Outcome(False, None, f"{type(error).__name__}: {error}\njob state: {job.state}", log, seconds)
     if job_return.status == JobStatus.COMPLETED:

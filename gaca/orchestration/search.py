@@ -38,7 +38,7 @@ SEARCH_DIR = CONF_DIR / "search"
 EVAL_METRIC = "eval/success_rate"
 BLOCK = "search"
 """The ``gaca.block`` tag of every search run."""
-POLL_S = 3.0
+POLL_S = 1.0
 SEARCH_PREFIX = "search."
 """Command-line overrides of the search config itself, e.g. ``search.seeds=[0,1]``."""
 SET_BY_SEARCH = ("algorithm", "seed", "block")

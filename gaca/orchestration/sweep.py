@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from gaca.orchestration.dispatch import Outcome
     from gaca.orchestration.session import HydraSession
 
-POLL_S = 2.0
+POLL_S = 1.0
 """Seconds between looks at the running jobs."""
 EXIT_INVALID = 2
 EXIT_FAILED = 1

@@ -12,8 +12,10 @@ to float rounding of batched vs incremental attention.
 
 from __future__ import annotations
 
+import itertools
 from typing import Sequence
 
+import numpy as np
 import torch
 from transformers import PreTrainedModel
 
@@ -33,13 +35,13 @@ def masked_log_softmax(scores: torch.Tensor, valid: torch.Tensor) -> torch.Tenso
 
 def pad_allowed(allowed: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Allowed-id lists as a padded tensor: ids [N, K] (padding repeats the first id) and valid [N, K]."""
-    width = max(len(ids) for ids in allowed)
-    padded = [[*ids, *([ids[0]] * (width - len(ids)))] for ids in allowed]
-    valid = [[True] * len(ids) + [False] * (width - len(ids)) for ids in allowed]
-    return (
-        torch.tensor(padded, dtype=torch.long, device=device),
-        torch.tensor(valid, dtype=torch.bool, device=device),
-    )
+    lengths = np.fromiter(map(len, allowed), dtype=np.int64, count=len(allowed))
+    flat = np.fromiter(itertools.chain.from_iterable(allowed), dtype=np.int64, count=int(lengths.sum()))
+    valid = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
+    firsts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    ids = np.repeat(flat[firsts][:, None], valid.shape[1], axis=1)
+    ids[valid] = flat  # row-major order of the valid cells is the order of ``flat``
+    return torch.from_numpy(ids).to(device), torch.from_numpy(valid).to(device)
 
 
 def sequence_logprobs(
@@ -104,26 +106,26 @@ def sequence_logprobs(
         log_probs = torch.log_softmax(logits, dim=-1)
         chosen = targets
     else:
-        choices, per_position = [], []
+        per_position: list[Sequence[int]] = []
         for row, (response, row_allowed) in enumerate(zip(response_ids, allowed)):
             if len(row_allowed) != len(response):
                 raise ValueError(f"allowed[{row}] has {len(row_allowed)} positions for {len(response)} response tokens")
-            for position, (token, ids) in enumerate(zip(response, row_allowed)):
-                if token not in ids:
-                    raise ValueError(
-                        f"response token {token} of row {row}, position {position} is not in its allowed ids"
-                    )
-                choices.append(list(ids).index(token))
-                per_position.append(ids)
+            per_position.extend(row_allowed)
             # Padded positions: a single allowed id, so the padded row stays a valid distribution.
             per_position.extend([[FILLER_TOKEN_ID]] * (response_width - len(response)))
-            choices.extend([0] * (response_width - len(response)))
-        ids, valid = pad_allowed(per_position, device)
+        ids, valid = pad_allowed(per_position, device)  # [B * R, K]
+        match = (ids == targets.reshape(-1, 1)) & valid
+        missing = (~match.any(-1)).nonzero()
+        if len(missing):
+            row, position = divmod(int(missing[0]), response_width)
+            raise ValueError(
+                f"response token {response_ids[row][position]} of row {row}, position {position} is not in its allowed ids"
+            )
         batch = len(response_ids)
         ids = ids.view(batch, response_width, -1)
         valid = valid.view(batch, response_width, -1)
         log_probs = masked_log_softmax(logits.gather(-1, ids), valid)  # [B, R, K]
-        chosen = torch.tensor(choices, dtype=torch.long, device=device).view(batch, response_width)
+        chosen = match.view(batch, response_width, -1).int().argmax(-1)  # each id appears once in its list
 
     token_logprobs = log_probs.gather(-1, chosen.unsqueeze(-1)).squeeze(-1)
     entropy = -(log_probs.exp() * log_probs).sum(-1)

@@ -47,7 +47,7 @@ class Policy:
         self.tokenizer = tokenizer
         self.config = config
         self.encode_prompts = PromptEncoder.for_tokenizer(tokenizer, config.max_prompt_tokens)
-        self._tries = TrieCache(tokenizer, tokenizer.eos_token_id)
+        self._tries = TrieCache(self.encode_prompts.encode, tokenizer.eos_token_id)
 
     @classmethod
     def create(cls, config: ModelConfig, vocabulary: Iterable[str] = (), seed: int = 0) -> Policy:
@@ -127,7 +127,7 @@ class Policy:
 
     def encode_actions(self, actions: Sequence[str]) -> list[list[int]]:
         """Response token ids of each action: its tokens followed by eos, as decoding produces them."""
-        encoded = self.tokenizer(list(actions), add_special_tokens=False)["input_ids"]
+        encoded = self.encode_prompts.encode(actions)
         return [[*ids, self.eos_token_id] for ids in encoded]
 
     def generator(self, seed: int) -> torch.Generator:

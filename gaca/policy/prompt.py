@@ -8,6 +8,7 @@ from typing import Protocol, Sequence
 from transformers import PreTrainedTokenizerBase
 
 from gaca.policy.config import ModelConfig
+from gaca.policy.tokenizer import TextEncoder
 
 _CHAT_SENTINEL = "\x00gaca-prompt\x00"
 
@@ -73,6 +74,8 @@ class PromptEncoder:
 
     tokenizer: PreTrainedTokenizerBase
     max_prompt_tokens: int
+    encode: TextEncoder
+    """Texts to ids (memoised per word for word-level tokenizers)."""
     head: tuple[int, ...] = ()
     tail: tuple[int, ...] = ()
 
@@ -92,12 +95,12 @@ class PromptEncoder:
                 f"ModelConfig.max_prompt_tokens ({max_prompt_tokens}) leaves no room for the prompt after the "
                 f"chat template's {len(head) + len(tail)} tokens; raise it"
             )
-        return cls(tokenizer, max_prompt_tokens, tuple(head), tuple(tail))
+        return cls(tokenizer, max_prompt_tokens, TextEncoder(tokenizer), tuple(head), tuple(tail))
 
     def __call__(self, prompts: Sequence[str]) -> list[list[int]]:
         """Token ids of each prompt: the chat head, the last tokens of the prompt, the chat tail."""
         if not prompts:
             return []
         budget = self.max_prompt_tokens - len(self.head) - len(self.tail)
-        encoded = self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+        encoded = self.encode(prompts)
         return [[*self.head, *ids[-budget:], *self.tail] for ids in encoded]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Sequence
+from typing import Callable, Sequence
 
-from transformers import PreTrainedTokenizerBase
+Encode = Callable[[Sequence[str]], list[list[int]]]
+"""Texts -> token ids without special tokens (``TextEncoder``)."""
 
 
 class TrieNode:
@@ -24,17 +25,17 @@ class TrieNode:
 
 
 class CommandTrie:
-    """The prefix trie of ``commands``, each tokenized without special tokens and followed by ``eos_token_id``.
+    """The prefix trie of ``commands``, each encoded by ``encode`` and followed by ``eos_token_id``.
 
     Commands whose token ids coincide (possible only through unknown words of a word-level tokenizer)
     share one path; the first of them is the one decoded.
     """
 
-    def __init__(self, commands: Sequence[str], tokenizer: PreTrainedTokenizerBase, eos_token_id: int) -> None:
+    def __init__(self, commands: Sequence[str], encode: Encode, eos_token_id: int) -> None:
         if not commands:
             raise ValueError("constrained decoding needs at least one admissible command, got none")
         self.root = TrieNode()
-        encoded = tokenizer(list(commands), add_special_tokens=False)["input_ids"]
+        encoded = encode(commands)
         for command, ids in zip(commands, encoded):
             node = self.root
             for token in [*ids, eos_token_id]:
@@ -73,8 +74,8 @@ def _finish(root: TrieNode) -> None:
 class TrieCache:
     """Tries by admissible set, least recently used first out: a set recurs across steps and group members."""
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, eos_token_id: int, max_size: int = 4096) -> None:
-        self.tokenizer = tokenizer
+    def __init__(self, encode: Encode, eos_token_id: int, max_size: int = 4096) -> None:
+        self.encode = encode
         self.eos_token_id = eos_token_id
         self.max_size = max_size
         self._tries: OrderedDict[tuple[str, ...], CommandTrie] = OrderedDict()
@@ -83,7 +84,7 @@ class TrieCache:
         key = tuple(commands)
         trie = self._tries.get(key)
         if trie is None:
-            trie = CommandTrie(key, self.tokenizer, self.eos_token_id)
+            trie = CommandTrie(key, self.encode, self.eos_token_id)
             self._tries[key] = trie
             if len(self._tries) > self.max_size:
                 self._tries.popitem(last=False)

@@ -22,6 +22,7 @@ from gaca.estimators import compute_advantages, mean_token_nll
 from gaca.policy.bc import behaviour_clone, cached_policy, collect_demos
 from gaca.policy.model import Policy
 from gaca.trainer.checkpoint import load_checkpoint, save_checkpoint
+from gaca.trainer.collector import relaxed_gc
 from gaca.trainer.config import RunConfig
 from gaca.trainer.ppo import pad_rows, ppo_update
 from gaca.trainer.progress import Progress
@@ -113,6 +114,13 @@ def train(
     last checkpoint into the same MLflow run. ``stop_after`` stops the run like a preemption after
     that iteration's checkpoint (the MLflow run is left KILLED, to be resumed).
     """
+    with relaxed_gc():
+        return _train(run, resolved, quiet, stop_after)
+
+
+def _train(
+    run: RunConfig, resolved: dict[str, Any], quiet: bool | None = None, stop_after: int | None = None
+) -> TrainResult:
     if run.trainer.threads is not None:
         torch.set_num_threads(run.trainer.threads)
     key = run_key(resolved)

@@ -1,4 +1,7 @@
-from gaca.policy.tokenizer import SPECIAL_TOKENS, build_word_tokenizer, load_tokenizer
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+from gaca.policy.tokenizer import SPECIAL_TOKENS, TextEncoder, build_word_tokenizer, is_word_tokenizer, load_tokenizer
 
 from .conftest import WORDS
 
@@ -50,3 +53,32 @@ def test_save_and_load_keep_the_encoding(tmp_path):
     assert loaded.encode(TEXT, add_special_tokens=False) == tokenizer.encode(TEXT, add_special_tokens=False)
     assert loaded.get_vocab() == tokenizer.get_vocab()
     assert (loaded.pad_token_id, loaded.eos_token_id) == (0, 1)
+
+
+TEXTS = [
+    TEXT,
+    "You arrive at CounterTop 1.  On the countertop 1, you see a mug 1,\tand a t-shirt\n(size m) for $30.00 zebra",
+    "",
+    "   leading and trailing   ",
+    "info\x1fseparator: python splits here, the tokenizer does not",
+]
+
+
+def test_text_encoder_equals_the_tokenizer(tmp_path):
+    tokenizer = build_word_tokenizer(WORDS)
+    encode = TextEncoder(tokenizer)
+    expected = tokenizer(TEXTS, add_special_tokens=False)["input_ids"]
+    assert encode(TEXTS) == expected
+    assert encode(TEXTS) == expected  # again, from the per-word memo
+    assert encode([TEXTS[1]]) == [expected[1]]
+    tokenizer.save_pretrained(tmp_path)
+    loaded = load_tokenizer(tmp_path)
+    assert is_word_tokenizer(loaded) and TextEncoder(loaded)(TEXTS) == expected
+
+
+def test_text_encoder_calls_other_tokenizers_as_they_are():
+    backend = Tokenizer(models.WordLevel(vocab={"<unk>": 0, "a": 1, "b": 2, "a b": 3}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Split(" ", behavior="removed")  # not the word pre-tokenizer
+    other = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+    assert not is_word_tokenizer(other)
+    assert TextEncoder(other)(["a b", "b"]) == other(["a b", "b"], add_special_tokens=False)["input_ids"]

@@ -1,6 +1,6 @@
 import pytest
 
-from gaca.policy.tokenizer import build_word_tokenizer
+from gaca.policy.tokenizer import TextEncoder, build_word_tokenizer
 from gaca.policy.trie import CommandTrie, TrieCache
 
 from .conftest import WORDS
@@ -13,12 +13,17 @@ def tokenizer():
     return build_word_tokenizer(WORDS)
 
 
+@pytest.fixture(scope="module")
+def encode(tokenizer):
+    return TextEncoder(tokenizer)
+
+
 def ids(tokenizer, text):
     return tokenizer.encode(text, add_special_tokens=False)
 
 
-def test_prefix_commands_branch_on_eos(tokenizer):
-    trie = CommandTrie(["go to cabinet 1", "go to cabinet 12"], tokenizer, EOS)
+def test_prefix_commands_branch_on_eos(tokenizer, encode):
+    trie = CommandTrie(["go to cabinet 1", "go to cabinet 12"], encode, EOS)
     node = trie.root
     for token in ids(tokenizer, "go to cabinet 1"):
         assert node.allowed == [token] or len(node.allowed) > 1
@@ -27,8 +32,8 @@ def test_prefix_commands_branch_on_eos(tokenizer):
     assert node.forced is None
 
 
-def test_forced_rest_and_command_lookup(tokenizer):
-    trie = CommandTrie(["take mug 1 from cabinet 1", "open drawer 2"], tokenizer, EOS)
+def test_forced_rest_and_command_lookup(tokenizer, encode):
+    trie = CommandTrie(["take mug 1 from cabinet 1", "open drawer 2"], encode, EOS)
     take = ids(tokenizer, "take mug 1 from cabinet 1")
     assert trie.root.forced is None
     assert trie.root.children[take[0]].forced == [*take[1:], EOS]
@@ -37,18 +42,18 @@ def test_forced_rest_and_command_lookup(tokenizer):
     assert trie.command_for([*ids(tokenizer, "open drawer 3"), EOS]) is None
 
 
-def test_single_command_is_forced_from_the_root(tokenizer):
-    trie = CommandTrie(["search[red t-shirt]"], tokenizer, EOS)
+def test_single_command_is_forced_from_the_root(tokenizer, encode):
+    trie = CommandTrie(["search[red t-shirt]"], encode, EOS)
     assert trie.root.forced == [*ids(tokenizer, "search[red t-shirt]"), EOS]
 
 
-def test_empty_admissible_set_is_rejected(tokenizer):
+def test_empty_admissible_set_is_rejected(tokenizer, encode):
     with pytest.raises(ValueError, match="at least one admissible command"):
-        CommandTrie([], tokenizer, EOS)
+        CommandTrie([], encode, EOS)
 
 
-def test_cache_reuses_and_evicts(tokenizer):
-    cache = TrieCache(tokenizer, EOS, max_size=2)
+def test_cache_reuses_and_evicts(tokenizer, encode):
+    cache = TrieCache(encode, EOS, max_size=2)
     first = cache.get(["open drawer 2"])
     assert cache.get(("open drawer 2",)) is first
     cache.get(["a"])

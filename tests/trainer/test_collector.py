@@ -1,0 +1,21 @@
+import gc
+
+import pytest
+
+from gaca.trainer.collector import RUN_THRESHOLDS, relaxed_gc
+
+
+def test_relaxed_gc_raises_thresholds_and_restores_them():
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    with relaxed_gc():
+        assert gc.get_threshold() == RUN_THRESHOLDS
+        assert gc.get_freeze_count() > frozen
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_relaxed_gc_restores_after_an_error():
+    before = gc.get_threshold()
+    with pytest.raises(KeyError):
+        with relaxed_gc():
+            raise KeyError("boom")
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
