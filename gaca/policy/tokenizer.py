@@ -60,8 +60,8 @@ MAX_MEMO_WORDS = 1_000_000
 def is_word_tokenizer(tokenizer: PreTrainedTokenizerBase) -> bool:
     """Whether ``tokenizer`` is one of ``build_word_tokenizer``'s (built here or loaded from disk)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None:
-        return False
+    if backend is None or not isinstance(backend.model, models.WordLevel):
+        return False  # before serialising: a BPE checkpoint's tokenizer is megabytes of JSON
     spec = json.loads(backend.to_str())
     reference = Tokenizer(models.WordLevel(vocab={UNK: 0}, unk_token=UNK))
     reference.normalizer = normalizers.Lowercase()
