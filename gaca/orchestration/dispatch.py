@@ -55,7 +55,8 @@ class JobPool:
         self.executor = make_executor(launcher)
         self.parallel = parallel
         self.queue: deque[tuple[Hashable, int, list[str]]] = deque()
-        self.running: dict[Hashable, tuple[Any, float]] = {}
+        self.running: dict[Hashable, tuple[Any, float, float]] = {}
+        """key -> (job, time.monotonic() and time.time() at submission)."""
 
     def add(self, items: list[tuple[Hashable, int, list[str]]]) -> None:
         self.queue.extend(items)
@@ -71,17 +72,17 @@ class JobPool:
         """Submit what the free slots allow, then collect the jobs that ended."""
         self._submit()
         finished = []
-        for key, (job, started) in list(self.running.items()):
-            if ended(job):
+        for key, (job, started, submitted) in list(self.running.items()):
+            if ended(job, submitted):
                 del self.running[key]
-                finished.append((key, read_outcome(job, time.monotonic() - started)))
+                finished.append((key, read_outcome(job, time.monotonic() - started, submitted)))
         if finished:
             self._submit()
         return finished
 
     def cancel(self, key: Hashable) -> None:
         """Stop one job (SLURM: scancel; local: SIGINT, then SIGKILL by submitit's controller)."""
-        job, _ = self.running.pop(key)
+        job = self.running.pop(key)[0]
         job.cancel(check=False)
 
     def discard(self, key: Hashable) -> None:
@@ -107,6 +108,7 @@ class JobPool:
         if not batch:
             return
         state = Singleton.get_state()
+        submitted = time.time()
         jobs = self.executor.map_array(
             self.launcher,
             [overrides for _, _, overrides in batch],
@@ -117,37 +119,57 @@ class JobPool:
         )
         now = time.monotonic()
         for (key, _, _), job in zip(batch, jobs):
-            self.running[key] = (job, now)
+            self.running[key] = (job, now, submitted)
 
 
-def ended(job: Any) -> bool:
-    """Whether ``job`` has ended: its result file is there, or its process (SLURM job) is gone.
+def ended(job: Any, submitted: float) -> bool:
+    """Whether ``job`` (submitted at ``submitted``, a ``time.time()``) has ended: its result file is
+    there, or its process (SLURM job) is gone.
 
     submitit writes the result file atomically before the job's interpreter shuts down, and a
     local job's shutdown (torch, MLflow) takes seconds that the next job can use; ``done()`` of a
     local job waits for the process to exit."""
-    return Path(job.paths.result_pickle).exists() or job.done()
+    return _result_file(job, submitted) is not None or job.done()
 
 
-def _finished_return(job: Any) -> Any | None:
+def _result_file(job: Any, submitted: float) -> Path | None:
+    """The result file this job wrote, if any. Only single-task jobs, and only a file written after the
+    submission: a local job's folder is named by its controller's pid, which the system may reuse."""
+    if getattr(job, "num_tasks", 1) != 1:
+        return None
+    path = Path(job.paths.result_pickle)
+    try:
+        return path if path.stat().st_mtime >= submitted else None
+    except FileNotFoundError:
+        return None
+
+
+def _finished_return(job: Any, submitted: float) -> Any | None:
     """The task's return (Hydra's ``JobReturn``) read straight from the result file of a job that
     finished without raising in submitit, else None (``job.results()`` then waits for the process)."""
+    import pickle
+
     from submitit.core.utils import pickle_load
 
-    path = Path(job.paths.result_pickle)
-    if not path.exists():
+    path = _result_file(job, submitted)
+    if path is None:
         return None
-    outcome, value = pickle_load(path)
+    try:
+        outcome, value = pickle_load(path)
+    except (EOFError, pickle.UnpicklingError, OSError):  # seen before its contents on a shared filesystem
+        return None
     return value if outcome == "success" else None
 
 
-def read_outcome(job: Any, seconds: float) -> Outcome:
+def read_outcome(job: Any, seconds: float, submitted: float = 0.0) -> Outcome:
     """What a finished job gave: its task's return value, the exception it raised, or why it died."""
     from hydra.core.utils import JobStatus
 
     log = Path(job.paths.stderr)
     try:
-        job_return = _finished_return(job) or job.results()[0]
+        job_return = _finished_return(job, submitted)
+        if job_return is None:
+            job_return = job.results()[0]
     except Exception as error:  # the job died: killed, cancelled, out of memory, timed out
         return Outcome(False, None, f"{type(error).__name__}: {error}\njob state: {job.state}", log, seconds)
     if job_return.status == JobStatus.COMPLETED:

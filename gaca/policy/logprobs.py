@@ -36,6 +36,8 @@ def masked_log_softmax(scores: torch.Tensor, valid: torch.Tensor) -> torch.Tenso
 def pad_allowed(allowed: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Allowed-id lists as a padded tensor: ids [N, K] (padding repeats the first id) and valid [N, K]."""
     lengths = np.fromiter(map(len, allowed), dtype=np.int64, count=len(allowed))
+    if not len(lengths) or lengths.min() == 0:
+        raise ValueError("every position needs at least one allowed id")
     flat = np.fromiter(itertools.chain.from_iterable(allowed), dtype=np.int64, count=int(lengths.sum()))
     valid = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
     firsts = np.concatenate(([0], np.cumsum(lengths)[:-1]))

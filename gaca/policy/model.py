@@ -17,7 +17,7 @@ from transformers import (
 
 from gaca.policy.config import ModelConfig
 from gaca.policy.prompt import PromptEncoder, template_vocabulary
-from gaca.policy.tokenizer import build_word_tokenizer, load_tokenizer
+from gaca.policy.tokenizer import TextEncoder, build_word_tokenizer, load_tokenizer
 from gaca.policy.trie import CommandTrie, TrieCache
 
 CONFIG_FILE = "gaca_policy.json"
@@ -46,8 +46,9 @@ class Policy:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.config = config
-        self.encode_prompts = PromptEncoder.for_tokenizer(tokenizer, config.max_prompt_tokens)
-        self._tries = TrieCache(self.encode_prompts.encode, tokenizer.eos_token_id)
+        self.encode_text = TextEncoder(tokenizer)
+        self.encode_prompts = PromptEncoder.for_tokenizer(tokenizer, config.max_prompt_tokens, self.encode_text)
+        self._tries = TrieCache(self.encode_text, tokenizer.eos_token_id)
 
     @classmethod
     def create(cls, config: ModelConfig, vocabulary: Iterable[str] = (), seed: int = 0) -> Policy:
@@ -127,7 +128,7 @@ class Policy:
 
     def encode_actions(self, actions: Sequence[str]) -> list[list[int]]:
         """Response token ids of each action: its tokens followed by eos, as decoding produces them."""
-        encoded = self.encode_prompts.encode(actions)
+        encoded = self.encode_text(actions)
         return [[*ids, self.eos_token_id] for ids in encoded]
 
     def generator(self, seed: int) -> torch.Generator:

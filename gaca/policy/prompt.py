@@ -80,7 +80,10 @@ class PromptEncoder:
     tail: tuple[int, ...] = ()
 
     @classmethod
-    def for_tokenizer(cls, tokenizer: PreTrainedTokenizerBase, max_prompt_tokens: int) -> PromptEncoder:
+    def for_tokenizer(
+        cls, tokenizer: PreTrainedTokenizerBase, max_prompt_tokens: int, encode: TextEncoder | None = None
+    ) -> PromptEncoder:
+        """The encoder of ``tokenizer``'s prompts; ``encode`` shares a ``TextEncoder`` (and its memo)."""
         head: list[int] = []
         tail: list[int] = []
         if getattr(tokenizer, "chat_template", None):
@@ -95,7 +98,7 @@ class PromptEncoder:
                 f"ModelConfig.max_prompt_tokens ({max_prompt_tokens}) leaves no room for the prompt after the "
                 f"chat template's {len(head) + len(tail)} tokens; raise it"
             )
-        return cls(tokenizer, max_prompt_tokens, TextEncoder(tokenizer), tuple(head), tuple(tail))
+        return cls(tokenizer, max_prompt_tokens, encode or TextEncoder(tokenizer), tuple(head), tuple(tail))
 
     def __call__(self, prompts: Sequence[str]) -> list[list[int]]:
         """Token ids of each prompt: the chat head, the last tokens of the prompt, the chat tail."""

@@ -54,22 +54,25 @@ def build_word_tokenizer(words: Iterable[str]) -> PreTrainedTokenizerFast:
 
 _SPLIT_DIFFERENTLY = frozenset("\x1c\x1d\x1e\x1f")
 """Whitespace to Python's ``str.split`` but not to the tokenizer's WhitespaceSplit (Unicode White_Space)."""
-MAX_MEMO_WORDS = 1_000_000
+MAX_MEMO_WORDS = 100_000
+"""Memoised words per encoder before the memo starts over (the environments' texts need a few thousand)."""
 
 
 def is_word_tokenizer(tokenizer: PreTrainedTokenizerBase) -> bool:
-    """Whether ``tokenizer`` is one of ``build_word_tokenizer``'s (built here or loaded from disk)."""
+    """Whether ``tokenizer`` encodes like one of ``build_word_tokenizer``'s (built here or loaded from disk):
+    a WordLevel model behind the Lowercase normalizer and ``word_pre_tokenizer``, and no added token
+    that spans whitespace (it would match across words)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None or not isinstance(backend.model, models.WordLevel):
         return False  # before serialising: a BPE checkpoint's tokenizer is megabytes of JSON
+    if any(not token.content.strip() or len(token.content.split()) > 1 for token in backend.get_added_tokens_decoder().values()):
+        return False
     spec = json.loads(backend.to_str())
     reference = Tokenizer(models.WordLevel(vocab={UNK: 0}, unk_token=UNK))
     reference.normalizer = normalizers.Lowercase()
     reference.pre_tokenizer = word_pre_tokenizer()
     wanted = json.loads(reference.to_str())
-    return (spec.get("model") or {}).get("type") == "WordLevel" and all(
-        spec.get(part) == wanted[part] for part in ("normalizer", "pre_tokenizer")
-    )
+    return all(spec.get(part) == wanted[part] for part in ("normalizer", "pre_tokenizer"))
 
 
 class TextEncoder:
@@ -86,9 +89,19 @@ class TextEncoder:
         self._words: dict[str, tuple[int, ...]] | None = {} if is_word_tokenizer(tokenizer) else None
 
     def __call__(self, texts: Sequence[str]) -> list[list[int]]:
-        if self._words is None or any(not _SPLIT_DIFFERENTLY.isdisjoint(text) for text in texts):
-            return self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-        words, encode = self._words, self.tokenizer.backend_tokenizer.encode
+        """N texts -> N lists of token ids (no special tokens added, no padding, no truncation)."""
+        texts = list(texts)
+        if not texts:
+            return []
+        backend = self.tokenizer.backend_tokenizer if self._words is not None else None
+        if (
+            backend is None
+            or backend.padding is not None  # state a padded call left behind would leak into the memo
+            or backend.truncation is not None
+            or any(not _SPLIT_DIFFERENTLY.isdisjoint(text) for text in texts)
+        ):
+            return self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        words = self._words
         if len(words) > MAX_MEMO_WORDS:
             words.clear()
         encoded = []
@@ -97,7 +110,7 @@ class TextEncoder:
             for word in text.split():
                 piece = words.get(word)
                 if piece is None:
-                    piece = words[word] = tuple(encode(word, add_special_tokens=False).ids)
+                    piece = words[word] = tuple(backend.encode(word, add_special_tokens=False).ids)
                 ids.extend(piece)
             encoded.append(ids)
         return encoded

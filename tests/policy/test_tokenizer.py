@@ -82,3 +82,16 @@ def test_text_encoder_calls_other_tokenizers_as_they_are():
     other = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
     assert not is_word_tokenizer(other)
     assert TextEncoder(other)(["a b", "b"]) == other(["a b", "b"], add_special_tokens=False)["input_ids"]
+
+
+def test_text_encoder_falls_back_where_words_do_not_encode_alone():
+    spanning = build_word_tokenizer(WORDS)
+    spanning.add_tokens(["go to"])  # an added token across whitespace: words no longer encode alone
+    assert not is_word_tokenizer(spanning)
+    assert TextEncoder(spanning)(["go to cabinet 1"]) == spanning(["go to cabinet 1"], add_special_tokens=False)["input_ids"]
+    padded = build_word_tokenizer(WORDS)
+    encode = TextEncoder(padded)
+    padded.backend_tokenizer.enable_padding(pad_id=0, pad_to_multiple_of=4)  # as a padded call can leave it
+    texts = ["go to cabinet 1", "open drawer 2 ."]
+    assert encode(texts) == padded(texts, add_special_tokens=False)["input_ids"]
+    assert encode([]) == [] and encode(iter(texts)) == encode(texts)
