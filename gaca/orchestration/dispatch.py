@@ -161,7 +161,7 @@ def _finished_return(job: Any, submitted: float) -> Any | None:
     return value if outcome == "success" else None
 
 
-def read_outcome(job: Any, seconds: float, submitted: float = 0.0) -> Outcome:
+def read_outcome(job: Any, seconds: float, submitted: float) -> Outcome:
     """What a finished job gave: its task's return value, the exception it raised, or why it died."""
     from hydra.core.utils import JobStatus
 

@@ -72,7 +72,6 @@ class PromptEncoder:
     own tokens (``head``, ``tail``) are never cut, only the prompt between them.
     """
 
-    tokenizer: PreTrainedTokenizerBase
     max_prompt_tokens: int
     encode: TextEncoder
     """Texts to ids (memoised per word for word-level tokenizers)."""
@@ -98,7 +97,7 @@ class PromptEncoder:
                 f"ModelConfig.max_prompt_tokens ({max_prompt_tokens}) leaves no room for the prompt after the "
                 f"chat template's {len(head) + len(tail)} tokens; raise it"
             )
-        return cls(tokenizer, max_prompt_tokens, encode or TextEncoder(tokenizer), tuple(head), tuple(tail))
+        return cls(max_prompt_tokens, encode or TextEncoder(tokenizer), tuple(head), tuple(tail))
 
     def __call__(self, prompts: Sequence[str]) -> list[list[int]]:
         """Token ids of each prompt: the chat head, the last tokens of the prompt, the chat tail."""

@@ -26,6 +26,15 @@ def word_pre_tokenizer() -> pre_tokenizers.PreTokenizer:
     )
 
 
+def _word_backend(vocab: dict[str, int]) -> Tokenizer:
+    """The ``tokenizers`` pipeline of every word-level tokenizer: WordLevel behind Lowercase and
+    ``word_pre_tokenizer``."""
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    backend.normalizer = normalizers.Lowercase()
+    backend.pre_tokenizer = word_pre_tokenizer()
+    return backend
+
+
 def build_word_tokenizer(words: Iterable[str]) -> PreTrainedTokenizerFast:
     """A WordLevel tokenizer: the special tokens, then the sorted pieces of ``words`` and the ten digits.
 
@@ -39,11 +48,8 @@ def build_word_tokenizer(words: Iterable[str]) -> PreTrainedTokenizerFast:
     pieces.update("0123456789")  # digits are split one by one, so these ten spell every number
     pieces.difference_update(SPECIAL_TOKENS)
     vocab = {token: index for index, token in enumerate([*SPECIAL_TOKENS, *sorted(pieces)])}
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-    backend.normalizer = normalizers.Lowercase()
-    backend.pre_tokenizer = pre_tokenizer
     return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
+        tokenizer_object=_word_backend(vocab),
         pad_token=PAD,
         eos_token=EOS,
         bos_token=BOS,
@@ -68,10 +74,7 @@ def is_word_tokenizer(tokenizer: PreTrainedTokenizerBase) -> bool:
     if any(not token.content.strip() or len(token.content.split()) > 1 for token in backend.get_added_tokens_decoder().values()):
         return False
     spec = json.loads(backend.to_str())
-    reference = Tokenizer(models.WordLevel(vocab={UNK: 0}, unk_token=UNK))
-    reference.normalizer = normalizers.Lowercase()
-    reference.pre_tokenizer = word_pre_tokenizer()
-    wanted = json.loads(reference.to_str())
+    wanted = json.loads(_word_backend({UNK: 0}).to_str())
     return all(spec.get(part) == wanted[part] for part in ("normalizer", "pre_tokenizer"))
 
 
@@ -81,7 +84,8 @@ class TextEncoder:
     A word-level tokenizer (``is_word_tokenizer``) splits on whitespace before anything else and never
     joins across it, so a text's ids are the concatenation of its words' ids. Those are memoised per
     word: the rollout loop encodes tens of prompts per step from a closed vocabulary, and a few dict
-    lookups per word are ~10x cheaper than the tokenizer call. Any other tokenizer is called as it is.
+    lookups per word are ~8x cheaper than the tokenizer call (64 first-step household prompts: 0.6 vs
+    4.7 ms). Any other tokenizer is called as it is.
     """
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase) -> None:
