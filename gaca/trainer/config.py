@@ -43,9 +43,9 @@ class TrainerConfig:
 
     preset: str = "default"
     """Name of the preset this came from (quick, default, paper); informational."""
-    iterations: int = 30
+    iterations: int = 25
     """Training iterations; each collects one batch of group rollouts and updates on it."""
-    tasks_per_iteration: int = 8
+    tasks_per_iteration: int = 12
     """Distinct training tasks per iteration (verl-agent: 16)."""
     group_size: int = 8
     """Rollouts per task, the G of the group normalisation (the paper's 8), >= 2."""
