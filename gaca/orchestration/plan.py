@@ -3,11 +3,9 @@ matched with what MLflow already holds, before anything is launched."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
-from urllib.parse import urlparse
 
 from omegaconf import DictConfig
 
@@ -149,23 +147,18 @@ class RecordedRun:
     """``final/eval_success_rate`` when logged."""
 
 
-def store_exists(uri: str) -> bool:
-    """False for an SQLite store whose file is not there yet (reading must not create it)."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "sqlite":
-        return True
-    return os.path.exists(uri[len("sqlite:///") :])
-
-
 def recorded_runs(uri: str, experiment: str) -> dict[str, RecordedRun]:
     """Run key -> the run MLflow holds for it (a FINISHED one wins over others, as ``find_run``).
 
     One paged query for the whole experiment: MLflow's search has no IN over tags. An absent
     store or experiment reads as empty and is not created.
     """
+    from mlflow.tracking import MlflowClient
+
+    from gaca.tracking.store import store_exists
+
     if not store_exists(uri):
         return {}
-    from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
     found = client.get_experiment_by_name(experiment)
