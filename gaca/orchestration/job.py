@@ -32,6 +32,7 @@ class RunBusy(RuntimeError):
 def run(cfg: DictConfig) -> float | None:
     """Train the run of ``cfg``; the final evaluation success (None when it was already finished)."""
     from gaca.tracking.identity import run_key
+    from gaca.tracking.secrets import redact_text
     from gaca.trainer.checkpoint import LATEST
     from gaca.trainer.entry import train_task, validate
 
@@ -44,7 +45,7 @@ def run(cfg: DictConfig) -> float | None:
                 print(f"gaca job: checkpoint {folder / latest.read_text().strip()} found", file=sys.stderr, flush=True)
             return train_task(cfg)
     except Exception:
-        text = traceback.format_exc()
+        text = redact_text(traceback.format_exc())
         print(text, file=sys.stderr, flush=True)
         raise RunError(text) from None
 

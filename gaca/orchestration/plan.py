@@ -79,6 +79,7 @@ def plan(items: list[tuple[str, list[str], list[str]]], compose: Callable[[list[
     so that jobs started anywhere (another folder, another node) log and checkpoint in one place.
     """
     from gaca.tracking.identity import run_key
+    from gaca.tracking.secrets import redact_uri
     from gaca.trainer.entry import ConfigError, validate
 
     runs: list[PlannedRun] = []
@@ -97,7 +98,9 @@ def plan(items: list[tuple[str, list[str], list[str]]], compose: Callable[[list[
             if block != by_key[key].block and block not in by_key[key].also_in:
                 by_key[key].also_in.append(block)
             continue
-        planned = PlannedRun(len(runs), block, grid, [*base, *grid, *placement_overrides(config)], key, config)
+        # A URI's password never travels in a job's overrides: jobs get it through MLflow's variables.
+        job_overrides = [redact_uri(override) for override in (*base, *grid)] + placement_overrides(config)
+        planned = PlannedRun(len(runs), block, grid, job_overrides, key, config)
         by_key[key] = planned
         runs.append(planned)
     if errors:
@@ -117,12 +120,13 @@ def shared_overrides(runs: list[PlannedRun]) -> list[str]:
 
 
 def placement_overrides(config: Any) -> list[str]:
-    """Absolute tracking URI and output folder (neither is part of a run's identity)."""
+    """Absolute tracking URI (its password masked) and output folder (neither is part of a run's identity)."""
     from gaca.orchestration.session import quoted
-    from gaca.tracking.store import resolve_tracking_uri
+    from gaca.tracking.secrets import redact_uri
+    from gaca.tracking.store import configured_tracking_uri
 
     return [
-        f"tracking.uri={quoted(resolve_tracking_uri(config.tracking.uri))}",
+        f"tracking.uri={quoted(redact_uri(configured_tracking_uri(config.tracking.uri)))}",
         f"output_dir={quoted(str(Path(config.output_dir).resolve()))}",
     ]
 

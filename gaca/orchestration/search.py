@@ -32,6 +32,7 @@ from omegaconf import OmegaConf
 
 from gaca.orchestration.dispatch import Outcome
 from gaca.orchestration.plan import FINAL_METRIC, PlannedRun
+from gaca.tracking.secrets import redact_uri
 from gaca.trainer.entry import CONF_DIR
 
 SEARCH_DIR = CONF_DIR / "search"
@@ -242,7 +243,7 @@ class Search:
             f"study {self.search.study!r} in {self.search.storage}: "
             f"{self.ended_count()} trials ended, target {self.search.trials}"
         )
-        print(f"MLflow {self.uri}; job logs under {self.session.sweep_dir}")
+        print(f"MLflow {redact_uri(self.uri)}; job logs under {self.session.sweep_dir}")
         for frozen in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             print(f"taking up trial {frozen.number}, left running by an earlier driver")
             # Optuna has no public handle from a trial number; FrozenTrial._trial_id is its storage id.

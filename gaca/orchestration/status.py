@@ -11,6 +11,7 @@ from pathlib import Path
 from gaca.orchestration.blocks import ALL, block_names
 from gaca.orchestration.display import table
 from gaca.orchestration.plan import DONE, FAILED_BEFORE, INTERRUPTED, RUNNING, TO_RUN
+from gaca.tracking.secrets import redact_text, redact_uri
 
 COLUMNS = (
     (DONE, "done"), (RUNNING, "running"), (INTERRUPTED, "interrupted"), (FAILED_BEFORE, "failed"), (TO_RUN, "missing")
@@ -45,7 +46,7 @@ def main(argv: list[str]) -> int:
         plans = {block.name: plan_runs([block], run_overrides, session.compose) for block in blocks}
         uri, experiment = tracking_of([run for runs in plans.values() for run in runs])
     except (InvalidRuns, ValueError) as error:
-        print(f"gaca status: {error}", file=sys.stderr)
+        print(f"gaca status: {redact_text(error)}", file=sys.stderr)
         return 2
     recorded = recorded_runs(uri, experiment)
     rows = []
@@ -54,13 +55,13 @@ def main(argv: list[str]) -> int:
         keys = {run.key for run in runs}
         others = sum(1 for key, r in recorded.items() if r.tags.get("gaca.block") == name and key not in keys)
         rows.append([name, len(runs), *(sum(run.state == state for run in runs) for state, _ in COLUMNS), others])
-    print(f"MLflow {uri}, experiment {experiment!r}")
+    print(f"MLflow {redact_uri(uri)}, experiment {experiment!r}")
     print(table(["block", "runs", *(title for _, title in COLUMNS), "other runs tagged with the block"], rows))
     if len(plans) == 1:
         (runs,) = plans.values()
         print()
         rows = [[r.index, r.key, r.state, final_success(recorded, r.key), r.run_id or "-", r.label] for r in runs]
-        print(table(["#", "run key", "state", "final eval success", "MLflow run", "run"], rows))
+        print(redact_text(table(["#", "run key", "state", "final eval success", "MLflow run", "run"], rows)))
     return 0
 
 

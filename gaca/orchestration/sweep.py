@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from gaca.orchestration.blocks import ALL, block_names
 from gaca.orchestration.display import Progress, clock, describe_log, error_excerpt, table
 from gaca.orchestration.plan import DONE, LAUNCHED, RUNNING, PlannedRun
+from gaca.tracking.secrets import redact_text, redact_uri
 
 if TYPE_CHECKING:
     from gaca.orchestration.dispatch import Outcome
@@ -66,12 +67,12 @@ def main(argv: list[str]) -> int:
             launcher, hydra_overrides, [b.search_path for b in blocks], sweep_folder(name), job_name=f"gaca-{name}"
         )
     except Exception as error:  # an unknown block or launcher, a bad hydra.* override
-        print(f"gaca sweep: {error}", file=sys.stderr)
+        print(f"gaca sweep: {redact_text(error)}", file=sys.stderr)
         return EXIT_INVALID
     try:
         runs = plan_runs(blocks, run_overrides, session.compose)
     except InvalidRuns as error:
-        print(f"gaca sweep: {len(error.errors)} invalid run(s); nothing was launched:\n{error}", file=sys.stderr)
+        print(f"gaca sweep: {len(error.errors)} invalid run(s); nothing was launched:\n{redact_text(error)}", file=sys.stderr)
         return EXIT_INVALID
     return execute(runs, session, name, dry_run=args.dry_run)
 
@@ -89,20 +90,20 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
     if not dry_run:
         prepare_store(uri, experiment)  # once, before any job opens the store
     attach_states(runs, recorded_runs(uri, experiment))
-    print(run_table(runs))
+    print(redact_text(run_table(runs)))
     shared = shared_overrides(runs)
     if shared:
-        print(f"every run: {' '.join(shared)}")
+        print(redact_text(f"every run: {' '.join(shared)}"))
     counts = {state: sum(run.state == state for run in runs) for state in dict.fromkeys(r.state for r in runs)}
     states = ", ".join(f"{n} {state}" for state, n in counts.items())
-    print(f"\n{name}: {len(runs)} runs ({states}); MLflow {uri}, experiment {experiment!r}")
+    print(f"\n{name}: {len(runs)} runs ({states}); MLflow {redact_uri(uri)}, experiment {experiment!r}")
     parallel = session.parallel_jobs
     if parallel is None and uri.startswith("sqlite:"):
         print("note: jobs on several nodes should log through a server (README, MLflow): gaca mlflow --host 0.0.0.0")
     to_launch = [run for run in runs if run.state in LAUNCHED]
     verl_runs = [run for run in to_launch if run.config.backend.name == "verl"]
     if verl_runs:
-        print(verl_jobs(verl_runs, uri, session))
+        print(redact_text(verl_jobs(verl_runs, uri, session)))
     cost = estimate(to_launch)
     wall = ""
     if parallel is not None and cost.unit == "CPU minutes":
@@ -165,10 +166,10 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
                 run = by_key[key]
                 if outcome.ok:
                     value = "already finished" if outcome.value is None else f"final eval success {outcome.value:.3f}"
-                    progress.event(f"{run.label}  ({value}, {clock(outcome.seconds)})", ok=True)
+                    progress.event(redact_text(f"{run.label}  ({value}, {clock(outcome.seconds)})"), ok=True)
                 else:
                     failures.append((run, outcome))
-                    progress.event(f"{run.label}  ({outcome.error.strip().splitlines()[-1][:160]})", ok=False)
+                    progress.event(redact_text(f"{run.label}  ({outcome.error.strip().splitlines()[-1][:160]})"), ok=False)
             progress.tick(len(pool.running), len(pool.queue))
             if pool.busy:
                 time.sleep(POLL_S)
@@ -205,8 +206,8 @@ def report_failures(failures: list[tuple[PlannedRun, Outcome]], launched: int) -
     """Each failed run with the end of its traceback and its log, on stderr."""
     print(f"\nFAILED ({len(failures)}):", file=sys.stderr)
     for run, outcome in failures:
-        print(f"  {run.label}  [{run.block}, run key {run.key}]", file=sys.stderr)
-        print(error_excerpt(outcome.error), file=sys.stderr)
+        print(redact_text(f"  {run.label}  [{run.block}, run key {run.key}]"), file=sys.stderr)
+        print(redact_text(error_excerpt(outcome.error)), file=sys.stderr)
         print(f"      {describe_log(outcome.log)}", file=sys.stderr)
     print(
         f"gaca sweep: {len(failures)} of {launched} runs failed; rerun the same command to retry them "

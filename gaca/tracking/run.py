@@ -11,6 +11,7 @@ from typing import Any, Mapping
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
+from gaca.tracking.secrets import redact_params, redact_text
 from gaca.tracking.store import prepare_store
 
 MAX_PARAMS_PER_CALL = 100  # MLflow's log_batch limit
@@ -82,7 +83,8 @@ class RunLogger:
         params: Mapping[str, str],
         resume_run_id: str | None = None,
     ) -> "RunLogger":
-        """Create the run (or reopen ``resume_run_id``) after everything has been validated."""
+        """Create the run (or reopen ``resume_run_id``) after everything has been validated; secrets in
+        ``params`` are masked (``gaca.tracking.secrets``)."""
         client = MlflowClient(tracking_uri=uri)
         experiment_id = prepare_store(uri, experiment)
         if resume_run_id is not None:
@@ -92,7 +94,7 @@ class RunLogger:
             return cls(client, resume_run_id, max(steps, default=-1))
         all_tags = {"gaca.run_key": key, "gaca.git_commit": git_commit(), **tags}
         run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
-        items = [Param(k, v) for k, v in params.items()]
+        items = [Param(k, v) for k, v in redact_params(params).items()]
         for start in range(0, len(items), MAX_PARAMS_PER_CALL):
             client.log_batch(run.info.run_id, params=items[start : start + MAX_PARAMS_PER_CALL])
         return cls(client, run.info.run_id, -1)
@@ -106,7 +108,8 @@ class RunLogger:
         self.client.log_batch(self.run_id, metrics=batch)
 
     def log_text(self, text: str, artifact_file: str) -> None:
-        self.client.log_text(self.run_id, text, artifact_file)
+        """A text artifact (the run's config.yaml, outcomes, transcripts), secrets masked."""
+        self.client.log_text(self.run_id, redact_text(text), artifact_file)
 
     def log_tags(self, tags: Mapping[str, str]) -> None:
         self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in tags.items()])

@@ -15,6 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from gaca.tracking.secrets import redact_uri
 from gaca.tracking.store import DEFAULT_STORE, prepare_store
 
 DEFAULT_HOST = "127.0.0.1"
@@ -58,7 +59,7 @@ def main(argv: list[str]) -> int:
     store = args.store or f"sqlite:///{Path.cwd() / DEFAULT_STORE}"
     prepare_store(store, args.experiment)
     command = server_command(store, args.host, args.port, args.workers, extra)
-    print(f"gaca mlflow: serving {store} at http://{args.host}:{args.port} (UI and tracking API)", file=sys.stderr)
+    print(f"gaca mlflow: serving {redact_uri(store)} at http://{args.host}:{args.port} (UI and tracking API)", file=sys.stderr)
     print(f"gaca mlflow: for jobs, export MLFLOW_TRACKING_URI=http://{args.host}:{args.port}", file=sys.stderr)
     sys.stderr.flush()
     os.execv(command[0], command)  # the server replaces this process: signals reach it directly

@@ -7,19 +7,40 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import unquote
 
 DEFAULT_STORE = "mlflow.db"
 LOCK_SUFFIX = ".lock"
 """``mlflow.db.lock`` beside an SQLite store: held (flock) while a process creates or migrates it."""
 
 
-def resolve_tracking_uri(uri: str | None = None) -> str:
-    """``uri``, else ``$MLFLOW_TRACKING_URI``, else an SQLite file in the working folder."""
+def configured_tracking_uri(uri: str | None = None) -> str:
+    """``uri``, else ``$MLFLOW_TRACKING_URI``, else an SQLite file in the working folder; as given,
+    credentials included (show it through ``gaca.tracking.secrets.redact_uri``)."""
     if uri:
         return uri
     if os.environ.get("MLFLOW_TRACKING_URI"):
         return os.environ["MLFLOW_TRACKING_URI"]
     return f"sqlite:///{Path.cwd() / DEFAULT_STORE}"
+
+
+def resolve_tracking_uri(uri: str | None = None) -> str:
+    """The URI to connect to: ``configured_tracking_uri`` without its ``user:password@``.
+
+    The credentials move to MLflow's own ``MLFLOW_TRACKING_USERNAME`` / ``MLFLOW_TRACKING_PASSWORD``
+    (inherited by the jobs this process starts), so that no config, param or job pickle holds them.
+    A redacted URI (``http://alice:***@host``, as jobs receive it) takes them from those variables.
+    """
+    from gaca.tracking.secrets import MASK, split_userinfo
+
+    configured = configured_tracking_uri(uri)
+    bare, user, password = split_userinfo(configured)
+    if password is None:  # no user-info, or a lone user part (a token) that the URI must keep
+        return bare if user == MASK else configured
+    if password != MASK:
+        os.environ["MLFLOW_TRACKING_USERNAME"] = unquote(user or "")
+        os.environ["MLFLOW_TRACKING_PASSWORD"] = unquote(password)
+    return bare
 
 
 def sqlite_path(uri: str) -> Path | None:

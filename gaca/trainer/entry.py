@@ -59,29 +59,32 @@ def _train_with_verl(run, resolved: dict[str, Any]):
 
 def train_task(cfg: DictConfig) -> float | None:
     """The Hydra task function (single runs and multirun jobs): returns the final eval success."""
+    from gaca.tracking.secrets import redact_uri
     from gaca.tracking.store import resolve_tracking_uri
 
     run, resolved = validate(cfg)
     result = TRAINERS.get(run.backend.name)(run, resolved)
     uri = resolve_tracking_uri(run.tracking.uri)
     if result.skipped:
-        print(f"gaca train: run {result.run_key} was already finished (MLflow run {result.run_id} in {uri})")
+        print(f"gaca train: run {result.run_key} was already finished (MLflow run {result.run_id} in {redact_uri(uri)})")
     else:
         curve = ", ".join(f"{i}: {s:.2f}" for i, s in result.curve or [])
         print(f"gaca train: run {result.run_key} finished; eval success by iteration {{{curve}}}")
-        print(f"  MLflow run {result.run_id} in experiment {run.tracking.experiment!r} at {uri} (browse: gaca mlflow)")
+        print(f"  MLflow run {result.run_id} in experiment {run.tracking.experiment!r} at {redact_uri(uri)} (browse: gaca mlflow)")
     return result.final_eval_success
 
 
 def main(argv: list[str]) -> int:
     import hydra
 
+    from gaca.tracking.secrets import redact_text
+
     @hydra.main(config_path=str(CONF_DIR), config_name="train", version_base=None)
     def app(cfg: DictConfig) -> float | None:
         try:
             return train_task(cfg)
         except ConfigError as error:
-            print(f"gaca train: invalid config: {error}", file=sys.stderr)
+            print(f"gaca train: invalid config: {redact_text(error)}", file=sys.stderr)
             sys.exit(2)
 
     sys.argv = ["gaca train", *argv]
