@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -49,6 +53,33 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def healthy(uri: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{uri}/health", timeout=2) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
+@contextmanager
+def mlflow_server(folder: Path) -> Iterator[str]:
+    """A real `gaca mlflow` server with its store in ``folder``; yields its URI once it answers."""
+    port = free_port()
+    log = open(folder / "server.log", "w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gaca.cli", "mlflow", "--port", str(port)],
+        cwd=folder, env=cli_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: healthy(uri), 180, "the MLflow server to answer /health", interval_s=1)
+        yield uri
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+        log.close()
 
 
 @dataclass

@@ -4,30 +4,17 @@ line they print are searched for them."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from .conftest import TINY, cli_env, free_port, gaca, logged_runs, wait_for
+from .conftest import TINY, gaca, logged_runs, mlflow_server
 
 pytestmark = pytest.mark.slow
 
 PASSWORD = "s3cretPW9f2c"
 API_KEY = "wandbK3y7e41"
 ONE_RUN = ["detector", "seed=0", "algorithm.detector=entropy", *TINY]
-
-
-def healthy(uri: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{uri}/health", timeout=2) as answer:
-            return answer.status == 200
-    except OSError:
-        return False
 
 
 def files_holding(folder: Path, secrets: tuple[str, ...]) -> list[str]:
@@ -44,17 +31,10 @@ def test_no_artifact_param_log_pickle_or_printed_line_holds_a_planted_secret(tmp
     server_dir, work = tmp_path / "server", tmp_path / "work"
     server_dir.mkdir()
     work.mkdir()
-    port = free_port()
-    log = open(server_dir / "server.log", "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gaca.cli", "mlflow", "--port", str(port)],
-        cwd=server_dir, env=cli_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    bare = f"http://127.0.0.1:{port}"
-    planted = f"http://alice:{PASSWORD}@127.0.0.1:{port}"
     key_override = f"+backend.env_vars.WANDB_API_KEY={API_KEY}"
-    try:
-        wait_for(lambda: healthy(bare), 180, "the MLflow server to answer /health", interval_s=1)
+    with mlflow_server(server_dir) as bare:
+        planted = bare.replace("http://", f"http://alice:{PASSWORD}@")
+        port = bare.rsplit(":", 1)[1]
         outputs = [
             # the URI from the environment, and given as an override
             gaca("sweep", *ONE_RUN, key_override, cwd=work, MLFLOW_TRACKING_URI=planted),
@@ -65,10 +45,6 @@ def test_no_artifact_param_log_pickle_or_printed_line_holds_a_planted_secret(tmp
             gaca("train", "+backend.env_vars={WANDB_API_KEY: 987654321}", cwd=work, MLFLOW_TRACKING_URI=planted),
         ]
         runs = logged_runs(bare)
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)
-        log.close()
 
     assert [result.returncode for result in outputs] == [0, 0, 0, 0, 2], "\n=====\n".join(r.stdout[-1500:] + r.stderr[-1500:] for r in outputs)
     printed = "".join(result.stdout + result.stderr for result in outputs)
