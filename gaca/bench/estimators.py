@@ -1,14 +1,19 @@
-"""`gaca bench estimators`: time every estimator on a paper-scale batch against the loop reference.
+"""`gaca bench estimators`: time every estimator on a paper-scale batch against the loop reference,
+and measure how much each of verl-agent's conventions changes the advantages.
 
-The batch mirrors the paper's: 128 prompt groups x 8 rollouts x 50 steps = 51,200 step rows,
+The timed batch mirrors the paper's: 128 prompt groups x 8 rollouts x 50 steps = 51,200 step rows,
 anchors are ~300-character observation strings, ~86% of rows share their anchor with another
 row. Every timed call hashes fresh copies of the anchor strings (CPython caches a string's hash,
 so reusing the objects would hide that cost). One torch thread, as on a trainer's CPU.
+
+The conventions table uses a typical training batch instead: 16 tasks x 8 rollouts, episodes that
+end at success or at 50 steps, invalid actions at 10% of steps, reward 1 on success.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import statistics
 import time
@@ -17,6 +22,9 @@ from typing import Any
 import torch
 
 from gaca import AdvantageConfig, compute_advantages
+from gaca.estimators.batch import build_step_batch
+from gaca.estimators.config import CONVENTIONS, Conventions
+from gaca.estimators.core import ESTIMATORS
 from gaca.estimators.reference import reference_advantages
 
 WORDS = "you arrive at countertop cabinet drawer fridge microwave mug apple knife on the see a an and".split()
@@ -50,6 +58,61 @@ def paper_scale_batch(groups: int = 128, rollouts: int = 8, steps: int = 50, see
     return columns
 
 
+def typical_batch(tasks: int = 16, rollouts: int = 8, horizon: int = 50, invalid_rate: float = 0.1,
+                  penalty: float = 0.1, seed: int = 0) -> dict[str, Any]:
+    """Columns of a training batch with mixed lengths and invalid actions (see the module docstring)."""
+    rng = random.Random(seed)
+    columns: dict[str, list] = {key: [] for key in ("group", "traj", "step", "reward", "anchor", "nll", "invalid")}
+    for g in range(tasks):
+        states = [[f"task {g} state {t}.{k}" for k in range(2)] for t in range(horizon)]
+        for k in range(rollouts):
+            length = rng.randint(5, horizon) if rng.random() < 0.5 else horizon  # success ends the episode
+            for t in range(length):
+                invalid = rng.random() < invalid_rate
+                won = length < horizon and t == length - 1
+                columns["group"].append(g)
+                columns["traj"].append(g * rollouts + k)
+                columns["step"].append(t)
+                columns["reward"].append((1.0 if won else 0.0) - (penalty if invalid else 0.0))
+                columns["anchor"].append(f"task {g} unique {k}.{t}" if rng.random() < 0.12 else rng.choice(states[t]))
+                columns["nll"].append(rng.expovariate(1.0))
+                columns["invalid"].append(invalid)
+    return columns
+
+
+CONVENTION_STEPS: tuple[tuple[str, str], ...] = (
+    ("singleton_zero", "singleton anchor -> 0"),
+    ("one_element_raw", "one-element set -> raw score"),
+    ("episode_over_rows", "episode statistics over step rows"),
+    ("penalty_at_step", "penalty at its own step"),
+)
+"""verl-agent's conventions, switched on one after another from ``spec`` (the last step is ``verl_agent``)."""
+
+
+def convention_effects(batch: dict[str, Any], penalty: float = 0.1) -> list[tuple[str, str, float, float]]:
+    """(method, convention, mean |change|, max |change|) of the advantages as each convention is added."""
+    step_batch = build_step_batch(
+        batch["group"], batch["traj"], batch["step"], batch["reward"], batch["anchor"], batch["nll"],
+        invalid=batch["invalid"], invalid_penalty=penalty,
+    )
+    effects = []
+    for method in ("grpo", "gigpo", "gaca"):
+        config = AdvantageConfig(method=method)
+        rules = CONVENTIONS["spec"]
+        previous = ESTIMATORS.get(method)(step_batch, config, rules).advantages
+        start = previous
+        for switch, label in CONVENTION_STEPS:
+            rules = dataclasses.replace(rules, **{switch: True})
+            current = ESTIMATORS.get(method)(step_batch, config, rules).advantages
+            change = (current - previous).abs()
+            effects.append((method, label, float(change.mean()), float(change.max())))
+            previous = current
+        assert rules == CONVENTIONS["verl_agent"]
+        total = (previous - start).abs()
+        effects.append((method, "all (spec -> verl_agent)", float(total.mean()), float(total.max())))
+    return effects
+
+
 def fresh_strings(strings: list[str]) -> list[str]:
     """Equal strings as new objects, so their hashes are computed again."""
     return [(s + ".")[:-1] for s in strings]
@@ -74,6 +137,10 @@ def time_round_robin(batch: dict[str, Any], variants: dict[str, AdvantageConfig]
             start = time.perf_counter()
             if name.endswith(TENSOR_SUFFIX):
                 compute_advantages(config=config, **tensors)
+            elif name.endswith(STRING_ANCHOR_SUFFIX):
+                anchors = fresh_strings(batch["anchor"])
+                start = time.perf_counter()
+                compute_advantages(config=config, **(tensors | {"anchor": anchors}))
             else:
                 anchors = fresh_strings(batch["anchor"])
                 start = time.perf_counter()
@@ -83,6 +150,8 @@ def time_round_robin(batch: dict[str, Any], variants: dict[str, AdvantageConfig]
 
 
 TENSOR_SUFFIX = " (tensors)"
+STRING_ANCHOR_SUFFIX = " (tensors, str anchors)"
+"""The same tensors, anchors as fresh strings: what the pre-coded-id path pays extra for coding them."""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -104,6 +173,7 @@ def main(argv: list[str] | None = None) -> None:
         **{f"gaca/{d}": AdvantageConfig(detector=d) for d in ("entropy", "uniform", "random", "loo")},
         f"gigpo{TENSOR_SUFFIX}": AdvantageConfig(method="gigpo"),
         f"gaca/entropy{TENSOR_SUFFIX}": AdvantageConfig(),
+        f"gaca/entropy{STRING_ANCHOR_SUFFIX}": AdvantageConfig(),
     }
     compute_advantages(config=variants["gaca/loo"], **batch)  # warm-up: first-call allocations
     medians = time_round_robin(batch, variants, args.repeats)
@@ -117,13 +187,23 @@ def main(argv: list[str] | None = None) -> None:
     print(f"batch: {rows} step rows ({args.groups} groups x {args.rollouts} rollouts x {args.steps} steps), "
           f"{nonsingleton:.0%} in non-singleton anchor groups, torch threads {args.threads}, "
           f"median of {args.repeats} calls, anchors hashed every call")
-    print(f"{'estimator':<26} {'ms':>8} {'/ gigpo':>8} {'loop / this':>12}")
+    print(f"{'estimator':<36} {'ms':>8} {'/ gigpo':>8} {'loop / this':>12}")
     for name, seconds in medians.items():
         speedup = f"{loop / seconds:>11.0f}x" if loop else f"{'-':>12}"
-        baseline = medians[f"gigpo{TENSOR_SUFFIX}"] if name.endswith(TENSOR_SUFFIX) else medians["gigpo"]
-        print(f"{name:<26} {seconds * 1e3:>8.1f} {seconds / baseline:>8.2f} {speedup}")
+        baseline = medians[f"gigpo{TENSOR_SUFFIX}"] if "(tensors" in name else medians["gigpo"]
+        print(f"{name:<36} {seconds * 1e3:>8.1f} {seconds / baseline:>8.2f} {speedup}")
     if loop:
-        print(f"{'loop reference':<26} {loop * 1e3:>8.0f} {loop / medians['gigpo']:>8.1f} {'1x':>12}")
+        print(f"{'loop reference':<36} {loop * 1e3:>8.0f} {loop / medians['gigpo']:>8.1f} {'1x':>12}")
+    coded, strings = medians[f"gaca/entropy{TENSOR_SUFFIX}"], medians[f"gaca/entropy{STRING_ANCHOR_SUFFIX}"]
+    print(f"string anchors / pre-coded ids (gaca/entropy): {strings / coded:.2f}x "
+          f"({(strings - coded) * 1e3:.1f} ms to code {rows} fresh strings)")
+
+    typical = typical_batch()
+    print(f"\nconventions: typical batch of {len(typical['reward'])} step rows (16 tasks x 8 rollouts, "
+          "mixed lengths up to 50, 10% invalid actions, penalty 0.1, success reward 1); |change| of A_t")
+    print(f"{'method':<7} {'convention added':<36} {'mean':>8} {'max':>8}")
+    for method, label, mean, largest in convention_effects(typical):
+        print(f"{method:<7} {label:<36} {mean:>8.4f} {largest:>8.4f}")
 
 
 if __name__ == "__main__":

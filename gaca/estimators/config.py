@@ -3,13 +3,38 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+import numpy as np
 
 METHODS = ("grpo", "gigpo", "gaca")
 NORMS = ("mean_std", "mean")
 DETECTORS = ("entropy", "uniform", "random", "loo")
 SINGLETON_FALLBACKS = ("prompt_group", "zero")
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """The four choices that ESTIMATOR-SPEC "Conventions" lists, each as a switch (True = verl-agent's)."""
+
+    penalty_at_step: bool
+    """The invalid-action penalty is taken out of the discounting and the episode sum and subtracted
+    once, at its own row, from the step return and from that row's episode score."""
+    episode_over_rows: bool
+    """The episode score's group mean and std are taken over all step rows of the group."""
+    one_element_raw: bool
+    """A one-element set at the episode level gets mean 0 and std 1 (the raw score), not advantage 0."""
+    singleton_zero: bool
+    """A step alone in its anchor group gets A^S = 0 (whatever ``singleton_fallback`` says)."""
+
+
+CONVENTIONS: dict[str, Conventions] = {
+    "spec": Conventions(penalty_at_step=False, episode_over_rows=False, one_element_raw=False, singleton_zero=False),
+    "verl_agent": Conventions(penalty_at_step=True, episode_over_rows=True, one_element_raw=True, singleton_zero=True),
+}
+"""``AdvantageConfig.conventions`` -> its switches. ``verl_agent``: verl-agent's GiGPO code (gigpo/core_gigpo.py
+and its trainer's invalid-action penalty), which produced the paper's baselines."""
 
 
 @dataclass(frozen=True)
@@ -44,12 +69,17 @@ class AdvantageConfig:
     """A^S of a step alone in its anchor group: normalise over the prompt group, or zero (original GiGPO)."""
     seed: int = 0
     """Seed of the random detector's permutation."""
+    conventions: str = "spec"
+    """spec: ESTIMATOR-SPEC as written; verl_agent: verl-agent's episode normalisation over step rows,
+    its penalty at the step, its one-element groups (and singleton anchors at 0), for every method.
+    verl_agent needs the per-row ``invalid`` flags and ``invalid_penalty`` in ``compute_advantages``."""
 
     def __post_init__(self) -> None:
         _choice("method", self.method, METHODS)
         _choice("norm", self.norm, NORMS)
         _choice("detector", self.detector, DETECTORS)
         _choice("singleton_fallback", self.singleton_fallback, SINGLETON_FALLBACKS)
+        _choice("conventions", self.conventions, tuple(CONVENTIONS))
         _finite_in("gamma", self.gamma, 0.0, 1.0, "in (0, 1]", low_open=True)
         _finite_in("lambda0", self.lambda0, 0.0, 1.0, "in [0, 1]")
         _finite_in("alpha_c", self.alpha_c, 0.0, 1.0, "in [0, 1]")
@@ -71,6 +101,18 @@ class AdvantageConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def rules(self) -> Conventions:
+        """The switches of ``conventions``; ``singleton_fallback='zero'`` turns on ``singleton_zero`` too."""
+        rules = CONVENTIONS[self.conventions]
+        return replace(rules, singleton_zero=rules.singleton_zero or self.singleton_fallback == "zero")
+
+    def reseeded(self, *keys: int) -> "AdvantageConfig":
+        """This config with the random detector's seed derived from ``seed`` and ``keys`` (e.g. the
+        training step), so that every update draws a fresh, reproducible permutation."""
+        state = np.random.SeedSequence([self.seed, *keys]).generate_state(1)[0]
+        return replace(self, seed=int(state))
 
 
 def _choice(field: str, value: object, allowed: tuple[str, ...]) -> None:

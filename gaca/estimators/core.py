@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 import torch
 
 from gaca.estimators.batch import ArrayLike, StepBatch, build_step_batch
-from gaca.estimators.config import AdvantageConfig
+from gaca.estimators.config import AdvantageConfig, Conventions
 from gaca.estimators.detectors import DETECTORS
 from gaca.estimators.gate import gate_weight
-from gaca.estimators.returns import discounted_returns, episode_returns
+from gaca.estimators.returns import discounted_returns, environment_rewards, episode_returns
 from gaca.estimators.segments import NORMS
 from gaca.registry import Registry
 
@@ -26,7 +26,8 @@ class AdvantageOutput:
     advantages: torch.Tensor
     """A_t: what reaches the surrogate (Eq. 8 for gaca)."""
     episode: torch.Tensor
-    """A^E: the group-normalised episode return, broadcast to the trajectory's steps (Eq. 2)."""
+    """A^E: the group-normalised episode return, broadcast to the trajectory's steps (Eq. 2); with
+    ``conventions='verl_agent'`` each row's episode score (R_env - p * invalid_t) normalised over rows."""
     step_level: torch.Tensor | None
     """A^S: the anchor-group-normalised step return (Eq. 3); None for grpo."""
     lam: torch.Tensor | None = None
@@ -37,29 +38,48 @@ class AdvantageOutput:
     """criticality_std, lambda_mean, lambda_std, clamp_frac (gaca only) and nonsingleton_frac."""
 
 
-def episode_advantage(batch: StepBatch, config: AdvantageConfig) -> torch.Tensor:
-    """[N] A^E: each trajectory's return normalised within its prompt group (Eq. 2)."""
+def step_returns(batch: StepBatch, config: AdvantageConfig, rules: Conventions) -> torch.Tensor:
+    """[N] g_t. spec: discounted r_t, penalties inside. penalty_at_step: the environment rewards
+    discounted, then the row's own penalty subtracted once, ``g_env(t) - p * invalid_t``."""
+    if not rules.penalty_at_step or batch.penalty is None:
+        return discounted_returns(batch, config.gamma)
+    return discounted_returns(batch, config.gamma, environment_rewards(batch)) - batch.penalty
+
+
+def episode_advantage(batch: StepBatch, config: AdvantageConfig, rules: Conventions) -> torch.Tensor:
+    """[N] A^E (Eq. 2): each trajectory's return normalised within its prompt group.
+
+    spec: one R_tau per trajectory, statistics over the group's trajectories. episode_over_rows:
+    every row's episode score (``R_env(tau) - p * invalid_t`` with penalty_at_step, else R_tau),
+    statistics over the group's rows.
+    """
     normalize = NORMS.get(config.norm)
-    per_traj = normalize(episode_returns(batch), batch.traj_group, batch.num_groups, config.eps)
-    return per_traj[batch.traj]
+    if not rules.episode_over_rows:
+        per_traj = normalize(episode_returns(batch), batch.traj_group, batch.num_groups, config.eps, rules.one_element_raw)
+        return per_traj[batch.traj]
+    if rules.penalty_at_step and batch.penalty is not None:
+        score = episode_returns(batch, environment_rewards(batch))[batch.traj] - batch.penalty
+    else:
+        score = episode_returns(batch)[batch.traj]
+    return normalize(score, batch.group, batch.num_groups, config.eps, rules.one_element_raw)
 
 
 def step_advantage(
-    batch: StepBatch, step_return: torch.Tensor, config: AdvantageConfig
+    batch: StepBatch, step_return: torch.Tensor, config: AdvantageConfig, rules: Conventions
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """[N] A^S (Eq. 3) and the [N] bool mask of rows in a non-singleton anchor group.
 
-    A step alone in its anchor group falls back to the prompt group or to zero
-    (``config.singleton_fallback``).
+    A step alone in its anchor group falls back to the prompt group, or to zero
+    (``rules.singleton_zero``: ``singleton_fallback='zero'`` or ``conventions='verl_agent'``).
     """
     normalize = NORMS.get(config.norm)
     size = torch.bincount(batch.anchor, minlength=batch.num_anchor_groups)[batch.anchor]
     shared = size > 1
     within_anchor = normalize(step_return, batch.anchor, batch.num_anchor_groups, config.eps)
-    if config.singleton_fallback == "prompt_group":
-        fallback = normalize(step_return, batch.group, batch.num_groups, config.eps)
-    else:
+    if rules.singleton_zero:
         fallback = torch.zeros_like(step_return)
+    else:
+        fallback = normalize(step_return, batch.group, batch.num_groups, config.eps)
     return torch.where(shared, within_anchor, fallback), shared
 
 
@@ -67,17 +87,17 @@ ESTIMATORS: Registry = Registry("method")
 
 
 @ESTIMATORS.register("grpo")
-def grpo(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
+def grpo(batch: StepBatch, config: AdvantageConfig, rules: Conventions) -> AdvantageOutput:
     """A_t = A^E (episode level only)."""
-    episode = episode_advantage(batch, config)
+    episode = episode_advantage(batch, config, rules)
     return AdvantageOutput(advantages=episode, episode=episode, step_level=None)
 
 
 @ESTIMATORS.register("gigpo")
-def gigpo(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
+def gigpo(batch: StepBatch, config: AdvantageConfig, rules: Conventions) -> AdvantageOutput:
     """A_t = A^E + w A^S (GiGPO's fixed two-level sum)."""
-    episode = episode_advantage(batch, config)
-    step_level, shared = step_advantage(batch, discounted_returns(batch, config.gamma), config)
+    episode = episode_advantage(batch, config, rules)
+    step_level, shared = step_advantage(batch, step_returns(batch, config, rules), config, rules)
     return AdvantageOutput(
         advantages=episode + config.step_weight * step_level,
         episode=episode,
@@ -87,11 +107,15 @@ def gigpo(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
 
 
 @ESTIMATORS.register("gaca")
-def gaca(batch: StepBatch, config: AdvantageConfig) -> AdvantageOutput:
-    """A_t = lambda_t w A^S + (1 - lambda_t) A^E with lambda_t = gate(c_t) (Eqs. 5-8)."""
-    episode = episode_advantage(batch, config)
-    step_return = discounted_returns(batch, config.gamma)
-    step_level, shared = step_advantage(batch, step_return, config)
+def gaca(batch: StepBatch, config: AdvantageConfig, rules: Conventions) -> AdvantageOutput:
+    """A_t = lambda_t w A^S + (1 - lambda_t) A^E with lambda_t = gate(c_t) (Eqs. 5-8).
+
+    Both levels follow ``rules``; the detector sees the same step returns g_t (its D_t), the gate
+    is the same under every convention.
+    """
+    episode = episode_advantage(batch, config, rules)
+    step_return = step_returns(batch, config, rules)
+    step_level, shared = step_advantage(batch, step_return, config, rules)
     criticality = DETECTORS.get(config.detector)(batch, step_return, config)
     lam = gate_weight(criticality, config.lambda0, config.alpha_lambda, config.beta_lambda)
     advantages = lam * config.step_weight * step_level + (1.0 - lam) * episode
@@ -113,6 +137,8 @@ def compute_advantages(
     reward: ArrayLike,
     anchor: ArrayLike | None = None,
     nll: ArrayLike | None = None,
+    invalid: ArrayLike | None = None,
+    invalid_penalty: float | None = None,
     config: AdvantageConfig | None = None,
 ) -> AdvantageOutput:
     """Advantages of N agent steps under ``config.method`` (ESTIMATOR-SPEC.md, paper Eqs. 2-8).
@@ -121,11 +147,16 @@ def compute_advantages(
         group: [N] prompt-group id of each row (any hashable; the G rollouts of one task).
         traj: [N] trajectory id, unique across the batch.
         step: [N] int time index t in its trajectory, 0..T-1 without gaps; rows in any order.
-        reward: [N] r_t: 0, or minus the invalid-action penalty, plus the 0/1 success at the end.
+        reward: [N] r_t: the environment's reward minus the invalid-action penalty on the row whose
+            action was invalid (0, or -p, plus the 0/1 success at the end), under every convention.
         anchor: [N] hashable anchor observation (the state shown before the action); needed by
             gigpo and gaca.
         nll: [N] H_t, the step's mean token negative log-likelihood under pi_old (see
-            ``mean_token_nll``); needed by gaca unless ``detector='uniform'``.
+            ``mean_token_nll``); needed by gaca unless ``detector='uniform'``; validated whenever given.
+        invalid: [N] bool, True where the step's action was invalid (its reward includes -p).
+            Needed by ``conventions='verl_agent'``, which moves the penalty out of the discounting
+            and the episode sum; validated and unused under ``spec``.
+        invalid_penalty: p >= 0, the penalty inside each invalid row's reward; given with ``invalid``.
         config: the estimator options; ``AdvantageConfig()`` (GACA defaults) when None.
 
     Sequences, NumPy arrays and torch tensors are accepted; tensors keep their device. Results
@@ -134,7 +165,8 @@ def compute_advantages(
 
     Raises:
         ValueError: naming the field, for any bad input (see ``build_step_batch``) or a missing
-            anchor / nll that the method needs. Nothing is computed before validation passes.
+            anchor / nll / invalid that the method or convention needs. Nothing is computed before
+            validation passes.
     """
     config = AdvantageConfig() if config is None else config
     if not isinstance(config, AdvantageConfig):
@@ -143,11 +175,17 @@ def compute_advantages(
         raise ValueError(f"anchor is required for method={config.method!r} (it defines the step-level groups)")
     if config.method == "gaca" and config.detector != "uniform" and nll is None:
         raise ValueError(f"nll is required for method='gaca' with detector={config.detector!r}")
+    rules = config.rules
+    if rules.penalty_at_step and invalid is None:
+        raise ValueError(
+            f"invalid is required with conventions={config.conventions!r}: one bool per row (True where the action "
+            "was invalid), with invalid_penalty=p, so that the penalty can be taken out of the discounting; "
+            "pass all False (and invalid_penalty=0) when no action can be invalid"
+        )
     with torch.no_grad():
         needs_anchor = config.method != "grpo"
-        needs_nll = config.method == "gaca" and config.detector != "uniform"
-        batch = build_step_batch(group, traj, step, reward, anchor, nll, needs_anchor, needs_nll)
-        output = ESTIMATORS.get(config.method)(batch, config)
+        batch = build_step_batch(group, traj, step, reward, anchor, nll, needs_anchor, invalid, invalid_penalty)
+        output = ESTIMATORS.get(config.method)(batch, config, rules)
     return _cast(output, torch.get_default_dtype())
 
 

@@ -11,10 +11,12 @@ import math
 from collections import defaultdict
 from typing import Any, Hashable, Sequence
 
-from gaca.estimators.config import AdvantageConfig
+from gaca.estimators.config import AdvantageConfig, Conventions
 
 
-def _normalize(x: float, xs: Sequence[float], config: AdvantageConfig) -> float:
+def _normalize(x: float, xs: Sequence[float], config: AdvantageConfig, one_element_raw: bool = False) -> float:
+    if len(xs) == 1 and one_element_raw:  # verl's rule: mean 0, std 1
+        return x if config.norm == "mean" else x / (1.0 + config.eps)
     mean = sum(xs) / len(xs)
     if config.norm == "mean":
         return x - mean
@@ -43,11 +45,22 @@ def reference_advantages(
     anchor: Sequence[Hashable],
     nll: Sequence[float],
     config: AdvantageConfig,
+    invalid: Sequence[bool] | None = None,
+    invalid_penalty: float = 0.0,
+    rules: Conventions | None = None,
 ) -> dict[str, list[float] | None]:
-    """Per-row lists ``advantages``, ``episode``, ``step_level``, ``lam``, ``criticality``."""
+    """Per-row lists ``advantages``, ``episode``, ``step_level``, ``lam``, ``criticality``.
+
+    ``rules`` (default ``config.rules``) may switch single conventions on, as ``gaca bench
+    estimators`` does to measure each one's effect.
+    """
     if config.detector == "random":
         raise ValueError("the reference has no random detector; test its properties instead")
+    rules = config.rules if rules is None else rules
     n = len(reward)
+    # The penalty inside each row's reward, and the environment's reward without it.
+    penalty = [invalid_penalty if invalid is not None and invalid[i] else 0.0 for i in range(n)]
+    moved = rules.penalty_at_step and invalid is not None
     rows_of_traj: dict[Any, list[int]] = defaultdict(list)
     for i in range(n):
         rows_of_traj[traj[i]].append(i)
@@ -63,24 +76,34 @@ def reference_advantages(
     for i in range(n):
         rows_of_anchor[(group[i], anchor[i])].append(i)
 
+    discounted = [reward[i] + penalty[i] for i in range(n)] if moved else list(reward)
     episode_return = {tau: sum(reward[i] for i in rows) for tau, rows in rows_of_traj.items()}
     step_return = [0.0] * n
     for rows in rows_of_traj.values():
         for position, i in enumerate(rows):
-            step_return[i] = sum(config.gamma ** (k - position) * reward[rows[k]] for k in range(position, len(rows)))
+            step_return[i] = sum(config.gamma ** (k - position) * discounted[rows[k]] for k in range(position, len(rows)))
+            if moved:  # verl-agent: subtracted once, at the row where the invalid action happened
+                step_return[i] -= penalty[i]
+    row_score = [episode_return[traj[i]] for i in range(n)]
+    if moved:
+        row_score = [sum(discounted[j] for j in rows_of_traj[traj[i]]) - penalty[i] for i in range(n)]
 
     episode = [0.0] * n
     step_level = [0.0] * n
     for i in range(n):
-        group_returns = [episode_return[tau] for tau in trajs_of_group[group[i]]]
-        episode[i] = _normalize(episode_return[traj[i]], group_returns, config)
+        if rules.episode_over_rows:
+            group_scores = [row_score[j] for j in rows_of_group[group[i]]]
+            episode[i] = _normalize(row_score[i], group_scores, config, rules.one_element_raw)
+        else:
+            group_returns = [episode_return[tau] for tau in trajs_of_group[group[i]]]
+            episode[i] = _normalize(episode_return[traj[i]], group_returns, config, rules.one_element_raw)
         members = rows_of_anchor[(group[i], anchor[i])]
         if len(members) > 1:
             step_level[i] = _normalize(step_return[i], [step_return[j] for j in members], config)
-        elif config.singleton_fallback == "prompt_group":
-            step_level[i] = _normalize(step_return[i], [step_return[j] for j in rows_of_group[group[i]]], config)
-        else:
+        elif rules.singleton_zero:
             step_level[i] = 0.0
+        else:
+            step_level[i] = _normalize(step_return[i], [step_return[j] for j in rows_of_group[group[i]]], config)
 
     if config.method == "grpo":
         return {"advantages": episode, "episode": episode, "step_level": None, "lam": None, "criticality": None}

@@ -185,6 +185,7 @@ def _train(
             advantage = compute_advantages(
                 group=rows.group, traj=rows.traj, step=rows.step, reward=rows.reward,
                 anchor=rows.anchor, nll=mean_token_nll(old, mask), config=run.algorithm,
+                invalid=rows.invalid, invalid_penalty=run.env.invalid_penalty,
             )
             estimator_seconds = time.perf_counter() - estimator_began
             update_began = time.perf_counter()

@@ -139,3 +139,73 @@ def test_mean_token_nll_and_broadcast():
         mean_token_nll(logprobs, mask[:, :2])
     with pytest.raises(ValueError, match="advantages must be \\[B\\]"):
         broadcast_to_tokens(torch.zeros(2), mask)
+
+
+@pytest.mark.parametrize("huge", [50_000_000, 10**12, 2**62, 2**63 - 1])
+def test_a_huge_step_is_rejected_before_any_allocation(huge):
+    # Six rows: every step must be < 6. Sized by the step, the [trajectories x horizon] layout would
+    # have taken gigabytes (5e7), terabytes (1e12) or overflowed (2**62).
+    rows = dict(group=[0] * 6, traj=[0, 0, 0, 1, 1, 1], step=[0, 1, huge, 0, 1, 2], reward=[0.0] * 5 + [1.0])
+    for kind in (list, torch.tensor):
+        with pytest.raises(ValueError, match=f"step {huge} at row 2 is out of range: .* every step is < 6"):
+            compute_advantages(**(rows | {"step": kind(rows["step"])}), config=AdvantageConfig(method="grpo"))
+
+
+def test_a_step_beyond_64_bits_names_the_field():
+    with pytest.raises(ValueError, match="step holds an integer outside the 64-bit range"):
+        compute_advantages(group=[0, 0], traj=[0, 0], step=[0, 2**64], reward=[0.0, 1.0], config=AdvantageConfig(method="grpo"))
+    with pytest.raises(ValueError, match="step holds an integer outside the 64-bit range"):
+        import numpy as np
+
+        compute_advantages(
+            group=[0, 0], traj=[0, 0], step=np.array([0, 2**63], dtype=np.uint64), reward=[0.0, 1.0],
+            config=AdvantageConfig(method="grpo"),
+        )
+
+
+@pytest.mark.parametrize("method", ["grpo", "gigpo", "gaca"])
+def test_large_rewards_are_exact_up_to_the_stated_limit_and_rejected_above(method):
+    # Four one-step trajectories, rewards x, 0, x, 0: mean x/2, std x/sqrt(3), so A^E = +-sqrt(3)/2.
+    def batch(x):
+        return dict(group=[0] * 4, traj=[0, 1, 2, 3], step=[0] * 4, reward=[x, 0.0, x, 0.0], anchor=["s"] * 4, nll=[1.0] * 4)
+
+    config = AdvantageConfig(method=method)
+    out = compute_advantages(**batch(1e100), config=config)
+    torch.testing.assert_close(out.episode, torch.tensor([1.0, -1.0, 1.0, -1.0]) * math.sqrt(3) / 2)
+    assert torch.isfinite(out.advantages).all()
+    for x in (1e160, 1.7e308, -1e101):
+        with pytest.raises(ValueError, match="reward must be within \\+-1e\\+100 .*row 0"):
+            compute_advantages(**batch(x), config=config)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("reward", None),
+        ("reward", 1.0),
+        ("group", 3),
+        ("step", torch.tensor(0)),
+        ("reward", torch.tensor(1.0)),
+        ("traj", "ab"),
+        ("anchor", 7),
+        ("nll", 0.5),
+        ("reward", torch.zeros(4, 1)),
+    ],
+)
+def test_scalars_none_and_strings_where_rows_are_expected_name_the_field(field, value):
+    import numpy as np
+
+    with pytest.raises(ValueError, match=f"^{field} "):
+        call(**{field: value})
+    if isinstance(value, float):
+        with pytest.raises(ValueError, match=f"^{field} "):
+            call(**{field: np.float64(value)})
+        with pytest.raises(ValueError, match=f"^{field} "):
+            call(**{field: np.array(value)})
+
+
+@pytest.mark.parametrize("config", [dict(method="grpo"), dict(method="gigpo"), dict(detector="uniform"), dict()])
+@pytest.mark.parametrize("nll, pattern", [([0.5, math.nan, 0.2, 0.3], "nll must be finite"), ([0.5, -1.0, 0.2, 0.3], "nll .* must be >= 0")])
+def test_nll_is_validated_whenever_given(config, nll, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        call(nll=nll, config=AdvantageConfig(**config))

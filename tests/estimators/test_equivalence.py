@@ -1,5 +1,7 @@
 """The vectorized estimator equals the per-row loop reference on random batches (hypothesis)."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -17,7 +19,8 @@ def step_batches(draw):
     """Rows of 1-3 prompt groups x 1-4 trajectories x 1-7 steps, shuffled.
 
     Anchors come from a small per-group alphabet so they recur across trajectories and time;
-    steps may carry the invalid-action penalty; the last step may carry the 0/1 success.
+    steps may carry the invalid-action penalty (flagged invalid); the last step may carry the 0/1
+    success, on an invalid step too.
     """
     rows = []
     for g in range(draw(st.integers(1, 3))):
@@ -26,12 +29,13 @@ def step_batches(draw):
             length = draw(st.integers(1, 7))
             success = draw(st.booleans())
             for t in range(length):
-                reward = -PENALTY if draw(st.integers(0, 4)) == 0 else 0.0
+                invalid = draw(st.integers(0, 4)) == 0
+                reward = -PENALTY if invalid else 0.0
                 if t == length - 1 and success:
                     reward += 1.0
                 anchor = f"g{g % 2}-obs{draw(st.integers(0, alphabet - 1))}"  # same text in two groups
                 nll = draw(st.one_of(st.just(0.0), st.floats(0.0, 5.0, allow_subnormal=False)))
-                rows.append((f"task{g}", f"traj{g}.{k}", t, reward, anchor, nll))
+                rows.append((f"task{g}", f"traj{g}.{k}", t, reward, anchor, nll, invalid))
     order = draw(st.permutations(range(len(rows))))
     return [rows[i] for i in order]
 
@@ -49,12 +53,15 @@ def configs(draw, detectors=("entropy", "uniform", "loo")):
         alpha_c=draw(st.sampled_from([1.0, 0.7, 0.5, 0.0])),
         detector=draw(st.sampled_from(detectors)),
         singleton_fallback=draw(st.sampled_from(["prompt_group", "zero"])),
+        conventions=draw(st.sampled_from(["spec", "verl_agent"])),
     )
 
 
-def columns(rows):
-    group, traj, step, reward, anchor, nll = (list(c) for c in zip(*rows))
-    return dict(group=group, traj=traj, step=step, reward=reward, anchor=anchor, nll=nll)
+def columns(rows, flags=False):
+    """The estimator's inputs; with ``flags`` the per-row invalid flags and the penalty too."""
+    group, traj, step, reward, anchor, nll, invalid = (list(c) for c in zip(*rows))
+    batch = dict(group=group, traj=traj, step=step, reward=reward, anchor=anchor, nll=nll)
+    return batch | (dict(invalid=invalid, invalid_penalty=PENALTY) if flags else {})
 
 
 def assert_close(actual, expected):
@@ -67,7 +74,7 @@ def assert_close(actual, expected):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=step_batches(), config=configs())
 def test_matches_loop_reference(rows, config):
-    batch = columns(rows)
+    batch = columns(rows, flags=True)
     out = compute_advantages(config=config, **batch)
     expected = reference_advantages(config=config, **batch)
     for name in ("advantages", "episode", "step_level", "lam", "criticality"):
@@ -120,22 +127,30 @@ def test_random_detector_depends_on_the_seed():
 
 
 @settings(max_examples=100, deadline=None)
-@given(rows=step_batches(), detector=st.sampled_from(["entropy", "loo", "random"]), lambda0=st.floats(0, 1))
-def test_spec_special_cases(rows, detector, lambda0):
-    batch = columns(rows)
+@given(
+    rows=step_batches(),
+    detector=st.sampled_from(["entropy", "loo", "random"]),
+    lambda0=st.floats(0, 1),
+    conventions=st.sampled_from(["spec", "verl_agent"]),
+)
+def test_spec_special_cases(rows, detector, lambda0, conventions):
+    batch = columns(rows, flags=True)
+
+    def estimate(**options):
+        return compute_advantages(config=AdvantageConfig(conventions=conventions, **options), **batch)
 
     def gaca(**overrides):
-        return compute_advantages(config=AdvantageConfig(detector=detector, **overrides), **batch).advantages
+        return estimate(detector=detector, **overrides).advantages
 
-    gigpo = compute_advantages(config=AdvantageConfig(method="gigpo"), **batch)
-    grpo = compute_advantages(config=AdvantageConfig(method="grpo"), **batch).advantages
+    gigpo = estimate(method="gigpo")
+    grpo = estimate(method="grpo").advantages
     off = dict(alpha_lambda=0.0, beta_lambda=0.0)
     # Modulation off equals the uniform detector at any lambda0.
-    uniform = compute_advantages(config=AdvantageConfig(detector="uniform", lambda0=lambda0), **batch)
+    uniform = estimate(detector="uniform", lambda0=lambda0)
     torch.testing.assert_close(gaca(lambda0=lambda0, **off), uniform.advantages)
     torch.testing.assert_close(gaca(lambda0=0.5, **off), 0.5 * gigpo.advantages)
     torch.testing.assert_close(gaca(lambda0=0.0), grpo)
-    weighted = compute_advantages(config=AdvantageConfig(lambda0=1.0, step_weight=0.7, detector=detector, **off), **batch)
+    weighted = estimate(lambda0=1.0, step_weight=0.7, detector=detector, **off)
     torch.testing.assert_close(weighted.advantages, 0.7 * gigpo.step_level)
 
 
@@ -143,15 +158,15 @@ def test_row_order_does_not_change_results():
     rng = np.random.default_rng(0)
     n_traj, length = 12, 9
     rows = [
-        (k // 4, k, t, float(t == length - 1 and k % 3 == 0), f"o{rng.integers(3)}", float(rng.random()))
+        (k // 4, k, t, float(t == length - 1 and k % 3 == 0) - 0.1 * (t == 2), f"o{rng.integers(3)}", float(rng.random()), t == 2)
         for k in range(n_traj)
         for t in range(length)
     ]
-    batch = columns(rows)
+    batch = columns(rows, flags=True)
     permutation = rng.permutation(len(rows))
-    shuffled = columns([rows[i] for i in permutation])
-    for detector in ("entropy", "random", "loo"):
-        config = AdvantageConfig(detector=detector, seed=5)
+    shuffled = columns([rows[i] for i in permutation], flags=True)
+    for detector, conventions in itertools.product(("entropy", "random", "loo"), ("spec", "verl_agent")):
+        config = AdvantageConfig(detector=detector, seed=5, conventions=conventions)
         a = compute_advantages(config=config, **batch).advantages
         b = compute_advantages(config=config, **shuffled).advantages
         torch.testing.assert_close(a[permutation], b)
