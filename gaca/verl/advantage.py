@@ -8,7 +8,7 @@ import torch
 
 from gaca.estimators.core import AdvantageOutput, compute_advantages
 from gaca.estimators.tokens import broadcast_to_tokens
-from gaca.verl.batch import read_step_rows
+from gaca.verl.batch import GLOBAL_STEP, read_step_rows
 from gaca.verl.options import plugin_options
 
 if TYPE_CHECKING:
@@ -31,10 +31,21 @@ def token_level_advantages(
         estimator: ``gaca``, ``gigpo`` or ``gaca_grpo``.
         algorithm: verl's ``algorithm`` config; options under its ``gaca`` node.
 
+    The random detector draws a fresh permutation every training step: its seed derives from
+    ``algorithm.gaca.seed`` and ``data.meta_info['global_steps']``.
+
     Raises:
         ValueError: naming a bad option or a missing field (and the rollout that provides it).
     """
     config, reward_options = plugin_options(algorithm, estimator)
+    if config.method == "gaca" and config.detector == "random":
+        if GLOBAL_STEP not in data.meta_info:
+            raise ValueError(
+                "detector='random' draws a new permutation every training step, but the batch has no "
+                f"meta_info[{GLOBAL_STEP!r}]: verl's trainer sets it; in verl-agent's, stamp it with "
+                "add_step_index(batch, global_step=self.global_steps) right after the rollout"
+            )
+        config = config.reseeded(int(data.meta_info[GLOBAL_STEP]))
     if data.batch is None or "response_mask" not in data.batch.keys():
         raise ValueError(
             "the batch has no batch['response_mask'] [B, L]; verl's compute_response_mask provides it "
@@ -49,6 +60,8 @@ def token_level_advantages(
         reward=steps.reward,
         anchor=steps.anchor,
         nll=steps.nll,
+        invalid=steps.invalid,
+        invalid_penalty=reward_options.invalid_action_penalty,
         config=config,
     )
     per_row = steps.to_rows(output.advantages).to(response_mask.device)

@@ -8,7 +8,7 @@ batch row per (environment, step) with these ``non_tensor_batch`` fields, all re
 | ``uid`` | task group id, shared by the G rollouts of one task | ``group`` |
 | ``traj_uid`` | trajectory id | ``traj`` |
 | ``rewards`` | the environment's reward of this step (object array of numbers) | ``reward`` |
-| ``is_action_valid`` | False for a malformed action (optional) | ``reward -= penalty`` |
+| ``is_action_valid`` | False for a malformed action (optional) | ``invalid``; ``reward -= penalty`` |
 | ``anchor_obs`` | the raw current observation, no history (gigpo, gaca) | ``anchor`` |
 | ``step`` | time index in the trajectory (optional, see below) | ``step`` |
 
@@ -66,6 +66,7 @@ class StepRows:
     traj: np.ndarray  # [U] trajectory ids
     step: np.ndarray  # [U] int64 time index
     reward: np.ndarray  # [U] float64 r_t, invalid-action penalty included
+    invalid: np.ndarray  # [U] bool, the action was invalid (all False without is_action_valid)
     anchor: np.ndarray | None  # [U] anchor observations (gigpo, gaca)
     nll: torch.Tensor | None  # [U] H_t (gaca unless detector='uniform')
     rows: np.ndarray  # [U] int64
@@ -78,15 +79,22 @@ class StepRows:
         return per_step[torch.from_numpy(self.inverse).to(per_step.device)]
 
 
-def add_step_index(data: DataProto) -> DataProto:
+GLOBAL_STEP = "global_steps"
+"""``meta_info`` key of the training step (verl's own name): the random detector's seed derives from it."""
+
+
+def add_step_index(data: DataProto, global_step: int | None = None) -> DataProto:
     """Stamp ``non_tensor_batch['step']``: the position of each row within its trajectory.
 
     Call it on the rollout's output, while each trajectory's rows are still in time order (in
     verl-agent's trainer: right after ``multi_turn_loop``, before ``adjust_batch`` and
-    ``_balance_batch``). Returns ``data``, changed in place.
+    ``_balance_batch``). ``global_step`` (the trainer's ``self.global_steps``) goes to
+    ``meta_info['global_steps']``, where verl's own trainer puts it. Returns ``data``, changed in place.
     """
     traj = _required(data, "traj_uid")
     data.non_tensor_batch["step"] = rollout_order_steps(_codes(traj))
+    if global_step is not None:
+        data.meta_info[GLOBAL_STEP] = int(global_step)
     return data
 
 
@@ -114,8 +122,8 @@ def read_step_rows(
     traj = _required(data, "traj_uid")
     reward = _numbers(data, "rewards")
     valid = data.non_tensor_batch.get("is_action_valid")
-    if valid is not None and reward_options.invalid_action_penalty > 0:
-        invalid = ~np.asarray(valid, dtype=bool)
+    invalid = np.zeros(len(reward), dtype=bool) if valid is None else ~np.asarray(valid, dtype=bool)
+    if reward_options.invalid_action_penalty > 0:
         reward = reward - reward_options.invalid_action_penalty * invalid
     anchor = _required(data, "anchor_obs") if config.method != "grpo" else None
     nll = None
@@ -129,7 +137,9 @@ def read_step_rows(
         if len(rows) == len(step):
             rows = inverse = np.arange(len(step))
         else:
-            _check_copies(rows, inverse, traj, step, {"uid": group, "rewards": reward, "anchor_obs": anchor})
+            _check_copies(
+                rows, inverse, traj, step, {"uid": group, "rewards": reward, "is_action_valid": invalid, "anchor_obs": anchor}
+            )
     else:
         step = rollout_order_steps(traj_codes)
         rows = inverse = np.arange(len(step))
@@ -139,7 +149,7 @@ def read_step_rows(
             return values
         return values[torch.from_numpy(rows).to(values.device)] if isinstance(values, torch.Tensor) else values[rows]
 
-    return StepRows(take(group), take(traj), take(step), take(reward), take(anchor), take(nll), rows, inverse)
+    return StepRows(take(group), take(traj), take(step), take(reward), take(invalid), take(anchor), take(nll), rows, inverse)
 
 
 def _distinct_steps(traj_codes: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -39,6 +39,8 @@ class LayoutBatch:
             reward=reward,
             anchor=list(non_tensor["anchor_obs"]),
             nll=mean_token_nll(self.data.batch["old_log_probs"], mask),
+            invalid=[not ok for ok in valid.tolist()],
+            invalid_penalty=penalty,
             config=config,
         )
         return broadcast_to_tokens(output.advantages, mask)

@@ -73,3 +73,32 @@ def test_two_different_rows_with_one_step_are_rejected(layout_batch):
 def test_steps_follow_rollout_order_within_each_trajectory():
     codes = np.array([0, 1, 0, 0, 2, 1])
     assert rollout_order_steps(codes).tolist() == [0, 0, 1, 2, 0, 1]
+
+
+@pytest.mark.parametrize("estimator", ["gaca", "gigpo", "gaca_grpo"])
+def test_verl_agent_conventions_reach_the_estimator_with_the_invalid_flags(layout_batch, estimator):
+    batch = layout_batch(num_tasks=3, group_size=4, max_steps=6, seed=11)
+    method = {"gaca": "gaca", "gigpo": "gigpo", "gaca_grpo": "grpo"}[estimator]
+    add_step_index(batch.data)
+    algorithm = OmegaConf.create({"adv_estimator": estimator, "gaca": {"conventions": "verl_agent"}})
+    out = compute_batch_advantages(batch.data, estimator, algorithm).batch["advantages"]
+    torch.testing.assert_close(out, batch.reference(AdvantageConfig(method=method, conventions="verl_agent")), rtol=0, atol=0)
+    spec = batch.reference(AdvantageConfig(method=method))
+    assert not torch.equal(out, spec)  # the batch has invalid actions and mixed lengths: the conventions matter
+
+
+def test_random_detector_draws_a_new_permutation_every_training_step(layout_batch):
+    algorithm = OmegaConf.create({"adv_estimator": "gaca", "gaca": {"detector": "random", "seed": 4}})
+    data = layout_batch(num_tasks=2, group_size=4, max_steps=8, seed=12).data
+    with pytest.raises(ValueError, match="no meta_info\\['global_steps'\\].*add_step_index\\(batch, global_step="):
+        compute_batch_advantages(data, "gaca", algorithm)
+    advantages = {}
+    for step in (1, 2, 1):
+        add_step_index(data, global_step=step)
+        advantages.setdefault(step, []).append(compute_batch_advantages(data, "gaca", algorithm).batch["advantages"].clone())
+    assert torch.equal(advantages[1][0], advantages[1][1])  # reproducible per step
+    assert not torch.equal(advantages[1][0], advantages[2][0])  # fresh per step
+    expected = layout_batch(num_tasks=2, group_size=4, max_steps=8, seed=12).reference(
+        AdvantageConfig(detector="random", seed=4).reseeded(2)
+    )
+    torch.testing.assert_close(advantages[2][0], expected, rtol=0, atol=0)
