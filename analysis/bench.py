@@ -101,6 +101,7 @@ def _run(
         preset="paper",
         diagnostics=diagnostics,
         block="bench",
+        overflow=True,
     )
 
 

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 SEEDS = (0, 1, 2)
-"""The paper's three seeds; a cell with fewer is marked as partial wherever it is shown."""
+"""The seeds the sweeps run unless told otherwise (``gaca sweep BLOCK seed=0,1,2,3,4`` runs more).
+The report never assumes this count: a cell's seeds, n, intervals and power follow the runs found
+(``Plan.expected_seeds``)."""
 
 DEFAULT_CONFIG: Mapping[str, object] = {
     "algorithm.method": "gaca",

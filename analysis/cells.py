@@ -3,24 +3,31 @@
 ``screen`` decides, run by run, whether a run can be used and gives a reason when it cannot;
 ``select`` applies the selection protocol (final evaluation or best-so-far, the same for every
 method); ``results`` gathers one ``CellResult`` per cell: one run per seed, never averaging a
-partial set silently (``CellResult.complete`` says whether every expected seed is there).
+partial set silently (``CellResult.complete`` says whether every seed its blocks ran is there);
+``compare`` estimates the difference of two cells, paired by seed and task where they share seeds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 import zlib
-from dataclasses import dataclass
-from typing import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.blocks import PROTOCOL_KEYS, SEEDS, Block, ConfigKey, Variant, canonical_config
+from analysis.blocks import PROTOCOL_KEYS, Block, ConfigKey, Variant, canonical_config
 from analysis.collect import DIAGNOSTIC_METRICS, EVAL_METRIC, FINAL_METRIC, PARAM_PREFIX, run_config
 
 SELECTIONS = ("final", "best")
+MEASURES = ("final", "auc")
+"""What a cell scores per seed: the selected evaluation success, or the area under the evaluation
+curve (mean success over all evaluations of the run)."""
+PAIRED_TASKS, PAIRED_SEEDS, UNPAIRED = "paired by seed and task", "paired by seed", "unpaired"
 OUTSIDE = "not in the requested tables"
 """The reason given to a valid run that no requested cell asks for (another block, env or scale)."""
 
@@ -43,18 +50,31 @@ class CellResult:
     seeds: tuple[int, ...]
     success: np.ndarray
     """Selected success rate per seed, in [0, 1], in the order of ``seeds``."""
-    task_success: tuple[np.ndarray, ...] | None
-    """Per seed, the 0/1 outcome of each evaluation task at the selected iteration; None when a
-    seed's outcomes are missing (intervals then resample seeds only)."""
-    expected_seeds: int = len(SEEDS)
+    task_success: tuple[pd.Series, ...] | None
+    """Per seed, each evaluation task's success at the selected iteration (index: task id; the
+    mean over the task's episodes when it has several); None when a seed's outcomes are missing
+    (intervals then resample seeds only)."""
+    auc: np.ndarray | None = None
+    """Area under the evaluation curve per seed (mean ``eval/success_rate`` over the run's
+    evaluations), NaN where a run has no curve; None: not read."""
+    expected: tuple[int, ...] = ()
+    """The seeds the cell's blocks ran (``Plan.expected_seeds``); the cell is partial without one."""
 
     @property
     def n(self) -> int:
         return len(self.seeds)
 
     @property
+    def expected_seeds(self) -> int:
+        return len(set(self.expected) | set(self.seeds))
+
+    @property
+    def missing_seeds(self) -> tuple[int, ...]:
+        return tuple(sorted(set(self.expected) - set(self.seeds)))
+
+    @property
     def complete(self) -> bool:
-        return self.n >= self.expected_seeds
+        return self.n > 0 and not self.missing_seeds
 
     @property
     def mean(self) -> float:
@@ -64,23 +84,44 @@ class CellResult:
     def std(self) -> float:
         return stats.mean_std(self.success)[1]
 
+    def values(self, measure: str = "final") -> np.ndarray:
+        """Per seed: the selected success (``final``) or the area under the curve (``auc``)."""
+        if measure == "final":
+            return self.success
+        if measure == "auc":
+            return np.full(self.n, np.nan) if self.auc is None else self.auc
+        raise ValueError(f"measure must be one of {list(MEASURES)}, got {measure!r}")
+
+    def _rng(self, measure: str) -> np.random.Generator:
+        return np.random.default_rng(zlib.crc32(repr((self.key, self.run_ids, measure)).encode()))
+
     @functools.cached_property
     def draws(self) -> np.ndarray:
         """Bootstrap draws of the mean success (seeds, then tasks); seeded by the cell and computed
         once, so every table and claim shows the same interval."""
-        rng = np.random.default_rng(zlib.crc32(repr((self.key, self.run_ids)).encode()))
         if self.n == 0:
             return np.full(stats.RESAMPLES, np.nan)
         if self.task_success is not None:
-            return stats.task_bootstrap(self.task_success, rng)
-        return stats.seed_bootstrap(self.success, rng)
+            return stats.task_bootstrap([s.to_numpy() for s in self.task_success], self._rng("final"))
+        return stats.seed_bootstrap(self.success, self._rng("final"))
 
-    def interval(self) -> tuple[float, float]:
-        return stats.percentile_interval(self.draws)
+    @functools.cached_property
+    def auc_draws(self) -> np.ndarray:
+        """Bootstrap draws of the mean area under the curve (over seeds)."""
+        return stats.seed_bootstrap(self.values("auc"), self._rng("auc"))
+
+    def variance(self, measure: str = "final") -> stats.Variance:
+        """The seed- and task-level variance of one seed's score."""
+        if measure == "final" and self.task_success is not None:
+            return stats.variance_components([s.to_numpy() for s in self.task_success])
+        return stats.seed_variance(self.values(measure))
+
+    def interval(self, measure: str = "final") -> tuple[float, float]:
+        return stats.percentile_interval(self.draws if measure == "final" else self.auc_draws)
 
 
-def empty_result(key: CellKey) -> CellResult:
-    return CellResult(key, (), (), np.zeros(0), None)
+def empty_result(key: CellKey, expected: tuple[int, ...] = ()) -> CellResult:
+    return CellResult(key, (), (), np.zeros(0), None, np.zeros(0), expected)
 
 
 def screen(runs: pd.DataFrame, wanted: Collection[CellKey], preset: str | None = None) -> pd.DataFrame:
@@ -215,11 +256,16 @@ def used(ledger: pd.DataFrame) -> pd.DataFrame:
     return ledger.loc[ledger["reason"].isna()]
 
 
-def results(ledger: pd.DataFrame, outcomes: pd.DataFrame, wanted: Collection[CellKey]) -> dict[CellKey, CellResult]:
-    """One ``CellResult`` per wanted cell from the used runs of ``select``'s ledger (seeds ascending);
-    a cell without runs gets an empty result. ``outcomes`` is ``collect.load_outcomes``'s frame."""
+def results(ledger: pd.DataFrame, outcomes: pd.DataFrame, curves: pd.DataFrame, plan: Plan) -> dict[CellKey, CellResult]:
+    """One ``CellResult`` per cell the plan wants, from the used runs of ``select``'s ledger (seeds
+    ascending); a cell without runs gets an empty result. ``outcomes`` is ``collect.load_outcomes``'s
+    frame (one row per episode; a task's episodes are averaged), ``curves`` ``collect.load_curves``'."""
     runs = used(ledger).sort_values("seed")
-    per_task = {run_id: frame["success"].to_numpy(dtype=float) for run_id, frame in outcomes.groupby("run_id")}
+    per_task = {
+        run_id: frame.groupby("task_id")["success"].mean().astype(float)
+        for run_id, frame in outcomes.groupby("run_id")
+    }
+    auc = curves.loc[curves["metric"] == EVAL_METRIC].groupby("run_id")["value"].mean()
     found: dict[CellKey, CellResult] = {}
     for cell, members in runs.groupby("cell", sort=False):
         run_ids = tuple(members["run_id"])
@@ -229,28 +275,138 @@ def results(ledger: pd.DataFrame, outcomes: pd.DataFrame, wanted: Collection[Cel
             run_ids=run_ids,
             seeds=tuple(int(seed) for seed in members["seed"]),
             success=members["score"].to_numpy(dtype=float),
-            task_success=None if any(t is None or t.size == 0 for t in tasks) else tasks,
+            task_success=None if any(t is None or t.empty for t in tasks) else tasks,
+            auc=np.array([auc.get(run_id, np.nan) for run_id in run_ids], dtype=float),
         )
-    return {key: found.get(key, empty_result(key)) for key in wanted}
+    expected = plan.expected_seeds({key: result.seeds for key, result in found.items()})
+    return {
+        key: dataclasses.replace(found[key], expected=expected[key]) if key in found else empty_result(key, expected[key])
+        for key in plan.wanted()
+    }
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """``a`` against ``b``: difference of mean success with its bootstrap interval, and P(a > b)."""
+    """``a`` against ``b`` on one measure: the difference of their means with its bootstrap draws,
+    how it was paired, its power, and P(a > b) over seeds."""
 
     estimate: float
-    low: float
-    high: float
+    """Mean of a minus mean of b, in success units (over the shared seeds when paired)."""
+    draws: np.ndarray = field(repr=False)
+    """Bootstrap draws of the difference."""
+    pairing: str
+    """``PAIRED_TASKS``, ``PAIRED_SEEDS`` or ``UNPAIRED``."""
+    seeds: int
+    """Seeds behind the estimate: the shared ones when paired, the smaller cell's when not."""
+    variance: float
+    """Variance of one seed's contribution to the difference (paired: of a seed's difference;
+    unpaired: the sum of both cells'), for the seeds a target difference needs."""
+    standard_error: float
     probability_of_improvement: float
+    """P(a > b) over all seed pairs (rliable): the fraction of seed pairs a wins, ties half."""
+    p_value: float
+    """One-sided exact Mann-Whitney p of a > b over seeds (``stats.improvement_p_value``)."""
+
+    def interval(self, confidence: float = stats.CONFIDENCE) -> tuple[float, float]:
+        return stats.percentile_interval(self.draws, confidence)
+
+    @property
+    def low(self) -> float:
+        return self.interval()[0]
+
+    @property
+    def high(self) -> float:
+        return self.interval()[1]
+
+    @property
+    def minimum_detectable_effect(self) -> float:
+        """At 80% power and alpha 0.05 with these seeds (``stats.minimum_detectable_effect``)."""
+        return stats.minimum_detectable_effect(self.standard_error)
+
+    def seeds_needed(self, effect: float) -> int | None:
+        """Seeds (per cell) that would detect a true difference of ``effect`` at 80% power."""
+        return stats.seeds_needed(self.variance, effect)
 
 
-def compare(a: CellResult, b: CellResult) -> Comparison | None:
-    """Mean success of ``a`` minus ``b`` (success units), the 95% interval of that difference from
-    independent bootstraps of the two cells, and P(a > b) over their seeds; None if either is empty."""
-    if a.n == 0 or b.n == 0:
+def power_line(comparisons: Sequence[Comparison]) -> str:
+    """One plain-text sentence on the power of ``comparisons``: the smallest difference they detect
+    at 80% power and alpha 0.05 with the seeds they have, and the seeds each target would need."""
+    known = [c for c in comparisons if not math.isnan(c.minimum_detectable_effect)]
+    if not known:
+        return "Power: not estimable (a comparison needs two seeds, or one seed with per-task outcomes)."
+    seeds = sorted({c.seeds for c in known})
+    pairings = sorted({c.pairing for c in known})
+    effects = [100 * c.minimum_detectable_effect for c in known]
+    needs = []
+    for target in stats.DETECTION_TARGETS:
+        counts = [c.seeds_needed(target) for c in known]
+        counts = [n for n in counts if n is not None]
+        if counts:
+            needs.append(f"{100 * target:g} points needs {_span(counts, '{:d}')} seeds")
+    return (
+        f"Power (80%, two-sided alpha 0.05, normal approximation from the measured seed- and task-level variance; "
+        f"{', '.join(pairings)}): with {_span(seeds, '{:d}')} seeds the smallest detectable difference is "
+        f"{_span(effects, '{:.1f}')} points; " + ", ".join(needs) + "."
+    )
+
+
+def _span(values: Sequence[float], form: str) -> str:
+    low, high = min(values), max(values)
+    return form.format(low) if form.format(low) == form.format(high) else f"{form.format(low)}-{form.format(high)}"
+
+
+def pairs(a: CellResult, b: CellResult) -> list[tuple[int, int]]:
+    """Index pairs (into ``a.seeds``, ``b.seeds``) of the seeds two cells share, when they are in
+    the same environment and scale (same starting policy, task order and evaluation tasks per
+    seed); empty otherwise."""
+    if (a.key.env, a.key.scale) != (b.key.env, b.key.scale):
+        return []
+    return [(i, b.seeds.index(seed)) for i, seed in enumerate(a.seeds) if seed in b.seeds]
+
+
+def _task_differences(a: CellResult, b: CellResult, shared: Sequence[tuple[int, int]]) -> list[np.ndarray] | None:
+    """Per shared seed, a's minus b's success on each evaluation task; None unless both have every
+    seed's outcomes on the same tasks."""
+    if a.task_success is None or b.task_success is None:
         return None
-    low, high = stats.percentile_interval(a.draws - b.draws)
-    return Comparison(a.mean - b.mean, low, high, stats.probability_of_improvement(a.success, b.success))
+    differences = []
+    for i, j in shared:
+        tasks_a, tasks_b = a.task_success[i], b.task_success[j]
+        if not tasks_a.index.sort_values().equals(tasks_b.index.sort_values()):
+            return None
+        differences.append((tasks_a - tasks_b.reindex(tasks_a.index)).to_numpy(dtype=float))
+    return differences
+
+
+def compare(a: CellResult, b: CellResult, measure: str = "final") -> Comparison | None:
+    """Mean ``measure`` of ``a`` minus ``b`` with its bootstrap draws; None if either is empty or
+    lacks the measure.
+
+    Cells that share seeds in one setting are paired: the difference is taken seed by seed (and
+    task by task where both have per-task outcomes, for ``final``) and bootstrapped by resampling
+    seeds jointly for both cells, then tasks jointly within a seed. Other cells (another env or
+    scale, no seed in common) are compared by independent bootstraps of each (``UNPAIRED``).
+    """
+    values_a, values_b = a.values(measure), b.values(measure)
+    if a.n == 0 or b.n == 0 or np.isnan(values_a).any() or np.isnan(values_b).any():
+        return None
+    shared = pairs(a, b)
+    rng = np.random.default_rng(zlib.crc32(repr((a.key, b.key, a.run_ids, b.run_ids, measure)).encode()))
+    ranks = stats.probability_of_improvement(values_a, values_b), stats.improvement_p_value(values_a, values_b)
+    if shared:
+        differences = np.array([values_a[i] - values_b[j] for i, j in shared])
+        per_task = _task_differences(a, b, shared) if measure == "final" else None
+        if per_task is not None:
+            draws, variance, pairing = stats.task_bootstrap(per_task, rng), stats.variance_components(per_task), PAIRED_TASKS
+        else:
+            draws, variance, pairing = stats.seed_bootstrap(differences, rng), stats.seed_variance(differences), PAIRED_SEEDS
+        error = math.sqrt(variance.per_seed / len(shared))
+        return Comparison(float(differences.mean()), draws, pairing, len(shared), variance.per_seed, error, *ranks)
+    draws = (a.draws - b.draws) if measure == "final" else (a.auc_draws - b.auc_draws)
+    var_a, var_b = a.variance(measure).per_seed, b.variance(measure).per_seed
+    error = math.sqrt(var_a / a.n + var_b / b.n)
+    mean = float(values_a.mean() - values_b.mean())
+    return Comparison(mean, draws, UNPAIRED, min(a.n, b.n), var_a + var_b, error, *ranks)
 
 
 @dataclass(frozen=True)
@@ -278,6 +434,31 @@ class Plan:
             for env, scale in self.settings(block)
             for variant in block.variants
         }
+
+    def expected_seeds(self, found: Mapping[CellKey, Sequence[int]]) -> dict[CellKey, tuple[int, ...]]:
+        """Per wanted cell, the seeds its blocks ran, from the seeds ``found`` in each cell.
+
+        A block at a setting ran the seeds of its cells that no other requested block shows (all
+        of its cells when every one is shared): GACA's default is in every ablation, so seeds that
+        one block added to it do not make another block's rows partial. A cell expects the union
+        over the blocks that show it. Nothing is assumed about how many seeds there should be.
+        """
+        expected: dict[CellKey, set[int]] = {key: set() for key in self.wanted()}
+        owners: dict[CellKey, set[str]] = {}
+        for block in self.blocks:
+            for variant, env, scale in self._rows(block):
+                owners.setdefault(self.cell(variant, env, scale), set()).add(block.name)
+        for block in self.blocks:
+            for env, scale in self.settings(block):
+                keys = [self.cell(variant, env, scale) for variant in block.variants]
+                own = [key for key in keys if len(owners[key]) == 1] or keys
+                seeds = set().union(*(set(found.get(key, ())) for key in own))
+                for key in keys:
+                    expected[key] |= seeds
+        return {key: tuple(sorted(seeds)) for key, seeds in expected.items()}
+
+    def _rows(self, block: Block) -> list[tuple[Variant, str, str]]:
+        return [(variant, env, scale) for env, scale in self.settings(block) for variant in block.variants]
 
     def names(self, key: CellKey) -> list[str]:
         """``block/variant`` names of every requested row that shows ``key``."""
@@ -307,7 +488,8 @@ def diagnostics(cells: Collection[CellResult], curves: pd.DataFrame) -> pd.DataF
 
 
 def mean_curve(cell: CellResult, curves: pd.DataFrame, metric: str = EVAL_METRIC) -> pd.DataFrame:
-    """The cell's ``metric`` against iteration, mean and std over its seeds: ``step, mean, std, n``.
+    """The cell's ``metric`` against iteration over its seeds: ``step, mean, std, low, high, n``
+    (``low``/``high``: the 95% t interval of the mean; NaN with one seed).
 
     Only iterations that every seed evaluated are kept, so the mean is never over a partial set.
     """
@@ -316,13 +498,11 @@ def mean_curve(cell: CellResult, curves: pd.DataFrame, metric: str = EVAL_METRIC
     if by_step.shape[1] < cell.n:  # a seed never logged it: no mean over a partial set
         by_step = by_step.iloc[0:0]
     by_step = by_step.dropna()
+    mean = by_step.mean(axis=1).to_numpy()
+    std = by_step.std(axis=1, ddof=1).to_numpy() if cell.n > 1 else np.full(len(by_step), np.nan)
+    half = stats.mean_half_width(std, cell.n)
     return pd.DataFrame(
-        {
-            "step": by_step.index.to_numpy(),
-            "mean": by_step.mean(axis=1).to_numpy(),
-            "std": by_step.std(axis=1, ddof=1).to_numpy() if cell.n > 1 else np.full(len(by_step), np.nan),
-            "n": cell.n,
-        }
+        {"step": by_step.index.to_numpy(), "mean": mean, "std": std, "low": mean - half, "high": mean + half, "n": cell.n}
     )
 
 

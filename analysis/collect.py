@@ -40,7 +40,8 @@ CURVE_METRICS = (EVAL_METRIC, *DIAGNOSTIC_METRICS)
 
 CRITICALITY_HISTOGRAM = "diag/criticality_hist.csv"
 OUTCOME_COLUMNS = ("task_id", "success")
-"""Columns of an ``eval/outcomes_*.csv`` artifact the report needs (it also has iteration, return, length)."""
+"""Columns of an ``eval/outcomes_*.csv`` artifact the report needs (it also has iteration, return,
+length, and an ``episode`` column when a task is evaluated several times: one row per episode)."""
 
 TAG_COLUMNS = {
     "gaca.run_key": "run_key",
@@ -259,7 +260,8 @@ def load_outcomes(tracking_uri: str, selected: pd.DataFrame) -> pd.DataFrame:
     """Per-task evaluation outcomes at each run's selected iteration.
 
     ``selected`` has ``run_id, artifact_uri, iteration``. Returns ``run_id, iteration, task_id,
-    success``; runs whose ``eval/outcomes_*.csv`` is absent or lacks those columns are left out.
+    success``, one row per episode (several per task id when the run evaluated each task more than
+    once); runs whose ``eval/outcomes_*.csv`` is absent or lacks those columns are left out.
     """
     wanted = selected.dropna(subset=["iteration"])
     requests = {

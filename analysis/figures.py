@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from analysis.blocks import MAIN, METHOD_LABELS, METHODS, environment_label, get_block, scale_label
+from analysis.blocks import MAIN, METHOD_LABELS, METHODS, Block, environment_label, get_block, scale_label
 from analysis.cells import CellKey, CellResult, Plan, iterations_to_reach, mean_curve
 
 STYLE = {
@@ -33,6 +33,8 @@ STYLE = {
     "legend.frameon": False,
 }
 METHOD_COLORS = {"grpo": "#7f7f7f", "gigpo": "#1f77b4", "gaca": "#d62728"}
+VARIANT_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
+"""Colours of an ablation block's rows in order; GACA with every default keeps its red."""
 PANEL_SIZE = (3.4, 2.6)
 PNG_DPI = 150
 
@@ -53,43 +55,76 @@ def _main_settings(plan: Plan, cells: Mapping[CellKey, CellResult]) -> list[tupl
     ]
 
 
-def _method_legend(figure: Figure) -> None:
-    handles = [Line2D([], [], color=METHOD_COLORS[m], lw=2, label=METHOD_LABELS[m]) for m in METHODS]
-    figure.legend(handles=handles, loc="outside upper center", ncols=len(METHODS))
+def _block_settings(plan: Plan, block: Block, cells: Mapping[CellKey, CellResult]) -> list[tuple[str, str]]:
+    """The block's settings where at least one of its rows has runs."""
+    return [
+        (env, scale)
+        for env, scale in plan.settings(block)
+        if any(cells[plan.cell(variant, env, scale)].n for variant in block.variants)
+    ]
 
 
-def learning_curves(plan: Plan, cells: Mapping[CellKey, CellResult], curves: pd.DataFrame, folder: Path) -> list[Path]:
-    """Figure 2(a, b): evaluation success against iteration for the three methods, mean over seeds
-    with a +-1 std band, one panel per environment (one row per scale). A method with fewer seeds
-    than expected is noted in its panel."""
-    settings = _main_settings(plan, cells)
+def variant_colors(block: Block) -> dict[str, str]:
+    """A colour per row of ``block``: the methods' own on the main block, GACA's red for the
+    default configuration, a palette for the rest."""
+    if block is MAIN:
+        return {method: METHOD_COLORS[method] for method in METHODS}
+    default = MAIN.variant("gaca").key()
+    palette = iter(VARIANT_COLORS)
+    return {
+        variant.name: METHOD_COLORS["gaca"] if variant.key() == default else next(palette)
+        for variant in block.variants
+    }
+
+
+def legend_columns(labels: Sequence[str], width_inches: float) -> int:
+    """As many legend columns as fit the figure's width (about 14 characters an inch at 8 pt)."""
+    longest = max(len(label) for label in labels) + 5  # the line sample and the gap
+    return max(1, min(len(labels), int(width_inches * 14 / longest)))
+
+
+def _legend(figure: Figure, block: Block, colors: Mapping[str, str]) -> None:
+    handles = [Line2D([], [], color=colors[v.name], lw=2, label=v.label) for v in block.variants]
+    columns = legend_columns([v.label for v in block.variants], figure.get_figwidth())
+    figure.legend(handles=handles, loc="outside upper center", ncols=columns)
+
+
+def learning_curves(
+    plan: Plan, block: Block, cells: Mapping[CellKey, CellResult], curves: pd.DataFrame, folder: Path, stem: str
+) -> list[Path]:
+    """Evaluation success against iteration for every row of ``block`` (Figure 2(a, b) for the
+    main block): mean over seeds with its 95% t band, one panel per environment (one row per scale).
+    A row missing seeds or runs is noted in its panel."""
+    settings = _block_settings(plan, block, cells)
     if not settings:
         return []
     environments = list(dict.fromkeys(env for env, _ in settings))
     scales = list(dict.fromkeys(scale for _, scale in settings))
+    colors = variant_colors(block)
+    width = max(PANEL_SIZE[0] * len(environments), 5.0)
+    legend_rows = math.ceil(len(block.variants) / legend_columns([v.label for v in block.variants], width))
     with matplotlib.rc_context(STYLE):
-        figure = Figure(
-            figsize=(PANEL_SIZE[0] * len(environments), PANEL_SIZE[1] * len(scales) + 0.3), layout="constrained"
-        )
+        figure = Figure(figsize=(width, PANEL_SIZE[1] * len(scales) + 0.2 * legend_rows + 0.3), layout="constrained")
         axes = figure.subplots(len(scales), len(environments), squeeze=False, sharey=True)
         for row, scale in enumerate(scales):
             for column, env in enumerate(environments):
                 axis = axes[row][column]
                 axis.set_title(f"{environment_label(env)}\n{scale_label(scale)}")
                 notes = []
-                for method in METHODS:
-                    cell = cells[plan.cell(MAIN.variant(method), env, scale)]
+                for variant in block.variants:
+                    cell = cells[plan.cell(variant, env, scale)]
                     curve = mean_curve(cell, curves)
                     if curve.empty:
-                        notes.append(f"{METHOD_LABELS[method]}: no runs")
+                        notes.append(f"{variant.name}: no runs")
                         continue
                     if not cell.complete:
-                        notes.append(f"{METHOD_LABELS[method]}: {cell.n} of {cell.expected_seeds} seeds")
-                    mean, std = 100 * curve["mean"], 100 * curve["std"].fillna(0.0)
-                    axis.plot(curve["step"], mean, color=METHOD_COLORS[method])
-                    axis.fill_between(
-                        curve["step"], mean - std, mean + std, color=METHOD_COLORS[method], alpha=0.2, lw=0
-                    )
+                        notes.append(f"{variant.name}: {cell.n} of {cell.expected_seeds} seeds")
+                    color = colors[variant.name]
+                    axis.plot(curve["step"], 100 * curve["mean"], color=color)
+                    if cell.n > 1:
+                        axis.fill_between(
+                            curve["step"], 100 * curve["low"], 100 * curve["high"], color=color, alpha=0.15, lw=0
+                        )
                 if notes:
                     axis.text(
                         0.98, 0.03, "\n".join(notes), ha="right", va="bottom", fontsize=7, transform=axis.transAxes
@@ -98,13 +133,56 @@ def learning_curves(plan: Plan, cells: Mapping[CellKey, CellResult], curves: pd.
                 axis.set_xlabel("iteration")
                 if column == 0:
                     axis.set_ylabel("evaluation success (%)")
-        _method_legend(figure)
-        return save(figure, folder, "fig2ab_learning_curves")
+        _legend(figure, block, colors)
+        return save(figure, folder, stem)
+
+
+def seed_points(plan: Plan, block: Block, cells: Mapping[CellKey, CellResult], folder: Path, stem: str) -> list[Path]:
+    """Every seed's score beside each row's mean and 95% bootstrap interval: final success (left)
+    and the area under the evaluation curve (right), one row of panels per setting."""
+    settings = _block_settings(plan, block, cells)
+    if not settings:
+        return []
+    colors = variant_colors(block)
+    width = max(PANEL_SIZE[0], 0.55 * len(block.variants) + 1.2)
+    with matplotlib.rc_context(STYLE):
+        figure = Figure(figsize=(2 * width, PANEL_SIZE[1] * len(settings) + 0.4), layout="constrained")
+        axes = figure.subplots(len(settings), 2, squeeze=False)
+        for row, (env, scale) in enumerate(settings):
+            for column, (measure, title) in enumerate((("final", "final success"), ("auc", "area under the curve"))):
+                axis = axes[row][column]
+                for x, variant in enumerate(block.variants):
+                    cell = cells[plan.cell(variant, env, scale)]
+                    values = 100 * cell.values(measure)
+                    if cell.n == 0 or np.isnan(values).any():
+                        axis.text(x, 2, "no runs", ha="center", va="bottom", fontsize=6, rotation=90)
+                        continue
+                    color = colors[variant.name]
+                    offsets = np.linspace(-0.12, 0.12, cell.n) if cell.n > 1 else np.zeros(1)
+                    axis.scatter(x + 0.18 + offsets, values, s=12, color=color, alpha=0.7, lw=0)
+                    low, high = cell.interval(measure)
+                    mean = values.mean()
+                    if not math.isnan(low):
+                        axis.errorbar(
+                            [x - 0.12], [mean], yerr=[[mean - 100 * low], [100 * high - mean]], color=color, capsize=3
+                        )
+                    axis.plot([x - 0.12], [mean], marker="D", ms=5, color=color)
+                    if not cell.complete:
+                        axis.annotate(f"n={cell.n}", (x, 100), ha="center", va="top", fontsize=6)
+                axis.set_xticks(range(len(block.variants)), [v.name for v in block.variants], rotation=30, ha="right")
+                axis.set_xlim(-0.6, len(block.variants) - 0.4)
+                axis.set_ylim(0, 102)
+                axis.grid(axis="x", visible=False)
+                axis.set_title(f"{title}, {env}/{scale}")
+                if column == 0:
+                    axis.set_ylabel("success (%)")
+        return save(figure, folder, stem)
 
 
 def lambda0_sweep(plan: Plan, cells: Mapping[CellKey, CellResult], folder: Path) -> list[Path]:
-    """Figure 2(c): final success against lambda0 with modulation off (mean +- std over seeds), with
-    the adaptive gate's result marked at its lambda0 (0.5) and as a dashed level across the sweep."""
+    """Figure 2(c): final success against lambda0 with modulation off (mean +- std over seeds, each
+    seed's point beside it), with the adaptive gate's result marked at its lambda0 (0.5) and as a
+    dashed level across the sweep."""
     block = get_block("lambda0")
     if block not in plan.blocks:
         return []
@@ -126,6 +204,8 @@ def lambda0_sweep(plan: Plan, cells: Mapping[CellKey, CellResult], folder: Path)
                 xs, means, yerr=stds, color=METHOD_COLORS["gigpo"], marker="o", capsize=3, label=r"fixed $\lambda_0$"
             )
             for x, cell in points:
+                offsets = np.linspace(-0.02, 0.02, cell.n) if cell.n > 1 else np.zeros(1)
+                axis.scatter(x + 0.035 + offsets, 100 * cell.success, s=8, color=METHOD_COLORS["gigpo"], alpha=0.5, lw=0)
                 if not cell.complete:
                     axis.annotate(
                         f"n={cell.n}", (x, 100 * cell.mean), textcoords="offset points", xytext=(6, -12), fontsize=7
@@ -170,40 +250,62 @@ def gate_law(folder: Path, lambda0: float = 0.5, strengths: Sequence[float] = (0
 
 
 def criticality_distribution(
-    plan: Plan, cells: Mapping[CellKey, CellResult], histograms: pd.DataFrame, folder: Path
+    plan: Plan, block: Block, cells: Mapping[CellKey, CellResult], histograms: pd.DataFrame, folder: Path, stem: str
 ) -> list[Path]:
-    """The distribution of the criticality score c over training (GACA, every default): the
-    accumulated histograms of the seeds, summed, as a density, one line per setting."""
+    """The distribution of the criticality score c over training for every GACA row of ``block``:
+    the accumulated histograms of the seeds, summed, as a density, one line per row and setting.
+    An overflow bin (``bin_right`` infinite) is drawn as a hatched last bin labelled ``>= left``."""
     if histograms.empty:
         return []
     lines = []
-    for env, scale in _main_settings(plan, cells):
-        cell = cells[plan.cell(MAIN.variant("gaca"), env, scale)]
-        rows = histograms.loc[histograms["run_id"].isin(cell.run_ids)]
-        if not rows.empty:
-            lines.append((env, scale, rows))
+    colors = variant_colors(block)
+    for env, scale in _block_settings(plan, block, cells):
+        for variant in block.variants:
+            cell = cells[plan.cell(variant, env, scale)]
+            rows = histograms.loc[histograms["run_id"].isin(cell.run_ids)]
+            if not rows.empty:
+                lines.append((variant, env, scale, rows))
     if not lines:
         return []
+    settings = len({(env, scale) for _, env, scale, _ in lines})
     with matplotlib.rc_context(STYLE):
-        figure = Figure(figsize=(PANEL_SIZE[0] * 1.2, PANEL_SIZE[1] + 0.3), layout="constrained")
+        figure = Figure(figsize=(PANEL_SIZE[0] * 1.6, PANEL_SIZE[1] + 0.18 * len(lines) + 0.3), layout="constrained")
         axis = figure.subplots()
-        for (env, scale, rows), style in zip(lines, ("-", "--", "-.", ":")):
-            summed = rows.groupby(["bin_left", "bin_right"], as_index=False)["count"].sum()
-            width = summed["bin_right"] - summed["bin_left"]
-            density = summed["count"] / (summed["count"].sum() * width)
-            centres = (summed["bin_left"] + summed["bin_right"]) / 2
-            mean = np.average(centres, weights=summed["count"])
-            spread = math.sqrt(np.average((centres - mean) ** 2, weights=summed["count"]))
-            edges = np.append(summed["bin_left"].to_numpy(), summed["bin_right"].iloc[-1])
-            label = f"{env}/{scale}: std {spread:.2f} ({rows['run_id'].nunique()} runs)"
-            axis.stairs(density.to_numpy(), edges, lw=1.2, ls=style, label=label)
+        overflow_at = None
+        for index, (variant, env, scale, rows) in enumerate(lines):
+            summed = rows.groupby(["bin_left", "bin_right"], as_index=False)["count"].sum().sort_values("bin_left")
+            left = summed["bin_left"].to_numpy(dtype=float)
+            right = summed["bin_right"].to_numpy(dtype=float, copy=True)
+            overflow = np.isinf(right)
+            if overflow.any():  # as wide as the bin before it, so it can be seen
+                right[overflow] = left[overflow] + (right[~overflow][-1] - left[~overflow][-1])
+                overflow_at = (float(left[overflow][0]), float(right[overflow][0]))
+            width = right - left
+            counts = summed["count"].to_numpy(dtype=float)
+            density = counts / (counts.sum() * width)
+            centres = (left + right) / 2
+            mean = np.average(centres, weights=counts)
+            spread = math.sqrt(np.average((centres - mean) ** 2, weights=counts))
+            where = f", {env}/{scale}" if settings > 1 else ""
+            label = f"{variant.label}{where}: std {spread:.2f} ({rows['run_id'].nunique()} runs)"
+            style = ("-", "--", "-.", ":")[index // len(VARIANT_COLORS) % 4]
+            color = colors[variant.name]
+            axis.stairs(density[~overflow], np.append(left[~overflow], right[~overflow][-1]), lw=1.2, ls=style, color=color, label=label)
+            if overflow.any():
+                axis.stairs(density[overflow], [left[overflow][0], right[overflow][0]], lw=1.2, color=color, hatch="///", fill=False)
         axis.axvline(1.0, color="0.4", lw=0.8, ls=":")
-        occupied = histograms.loc[histograms["count"] > 0, "bin_right"]
-        axis.set_xlim(0.0, max(2.0, float(occupied.max()) + 0.25) if not occupied.empty else None)
+        occupied = histograms.loc[(histograms["count"] > 0) & np.isfinite(histograms["bin_right"]), "bin_right"]
+        top = max(2.0, float(occupied.max()) + 0.25) if not occupied.empty else 2.0
+        if overflow_at is not None:
+            top = overflow_at[1] + 0.1
+            axis.axvline(overflow_at[0], color="0.6", lw=0.6)
+            axis.text(sum(overflow_at) / 2, 0.98, f"≥ {overflow_at[0]:g}", ha="center", va="top", fontsize=7,
+                      transform=axis.get_xaxis_transform())
+        axis.set_xlim(0.0, top)
         axis.set_xlabel("criticality $c$ (mean 1 in every trajectory)")
         axis.set_ylabel("density")
         figure.legend(loc="outside upper center")
-        return save(figure, folder, "criticality_distribution")
+        return save(figure, folder, stem)
 
 
 def sample_efficiency_frame(plan: Plan, cells: Mapping[CellKey, CellResult], curves: pd.DataFrame) -> pd.DataFrame:

@@ -25,6 +25,10 @@ _SPECIAL = {
     "^": r"\textasciicircum{}",
     "<": r"$<$",
     ">": r"$>$",
+    "−": r"$-$",
+    "±": r"$\pm$",
+    "→": r"$\to$",
+    "≥": r"$\geq$",
 }
 
 
@@ -46,13 +50,15 @@ class Figure:
 def report_tex(
     title: str,
     summary: Sequence[str],
+    skipped: Sequence[str],
     tables: Sequence[tuple[str, int]],
     figures: Sequence[Figure],
     claims: str | None,
 ) -> str:
     r"""The report document.
 
-    ``summary``: LaTeX lines, the first a paragraph and the rest a list; ``tables``: (path to
+    ``summary``: LaTeX lines, the first a paragraph and the rest a list; ``skipped``: LaTeX lines,
+    each a table or figure left out and why (a section of its own); ``tables``: (path to
     ``\input``, the paper's number for it); ``claims``: path of the claims table, if any. Paths are
     relative to the report.
     """
@@ -76,6 +82,11 @@ def report_tex(
             *(rf"\item {line}" for line in summary[1:]),
             r"\end{itemize}",
         ]
+    lines += [r"\section*{Left out}"]
+    if skipped:
+        lines += [r"\begin{itemize}", r"\setlength\itemsep{0pt}", *(rf"\item {line}" for line in skipped), r"\end{itemize}"]
+    else:
+        lines.append("Every table and figure of the requested blocks is shown.")
     lines.append(r"\section*{Tables}")
     for path, number in tables:
         lines += [rf"\setcounter{{table}}{{{number - 1}}}", rf"\input{{{path}}}"]

@@ -19,53 +19,51 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 from urllib.parse import urlparse
 
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from analysis import cells, claims, collect, figures, latex, tables
-from analysis.blocks import ABLATION_ENVIRONMENT, ABLATION_SCALE, BLOCKS, MAIN, SEEDS, environment_label, scale_label
+from analysis.blocks import ABLATION_ENVIRONMENT, ABLATION_SCALE, BLOCKS, MAIN, Block, environment_label, scale_label
 from analysis.cells import CellKey, CellResult, Plan
 
-FIGURES = {
-    "fig2ab_learning_curves": (
-        "Figure 2(a, b)",
-        r"Evaluation success against training iteration, mean over seeds with a $\pm 1$ std band.",
-    ),
-    "fig2c_lambda0_sweep": (
-        "Figure 2(c)",
-        r"Final success against $\lambda_0$ with modulation off (mean $\pm$ std over seeds); "
-        r"the star and the dashed line mark the adaptive gate.",
-    ),
-    "fig3_gate_law": (
-        "Figure 3",
-        r"The gate law $\lambda(c)$ of Eq.~7 for three modulation strengths, "
-        r"computed by the estimator's own gate function.",
-    ),
-    "criticality_distribution": (
-        "Criticality",
-        r"Distribution of the criticality score $c$ over training "
-        r"(GACA, every default; the histograms of all seeds, summed).",
-    ),
-    "sample_efficiency": (
-        "Sample efficiency",
-        r"Iterations each method's seed-mean evaluation curve needs to reach GiGPO's peak success.",
-    ),
-}
-"""Figure stem -> (name, caption) in report.tex, in the order the report shows them."""
-FIGURE_SKIPPED = {
-    "fig2ab_learning_curves": "no main-block run with an eval/success_rate history",
-    "fig2c_lambda0_sweep": "no lambda0-sweep or adaptive-gate run",
-    "criticality_distribution": f"no GACA run of the main block has {collect.CRITICALITY_HISTOGRAM}",
-    "sample_efficiency": "no GiGPO evaluation curve to take the peak from",
-}
+@dataclass(frozen=True)
+class FigureSpec:
+    """A figure the requested blocks ask for: its file stem, name and caption in report.tex, why it
+    is left out when its data is missing, and the call that draws it (returns [] then)."""
+
+    stem: str
+    name: str
+    caption: str
+    missing: str
+    draw: Callable[[], list[Path]]
+
+
 TABLE_NUMBERS = {"table1_main": 1, "table2_ablations": 2, "table7_diagnostics": 7}
 """The paper's number of each table, kept in report.tex."""
+TABLE_MISSING = {
+    "table1_main": "no run of the main block",
+    "table7_diagnostics": "no GACA run of the requested blocks logged diag/* metrics",
+}
+BLOCK_FIGURES = ("learning_curves", "seeds", "criticality")
+"""Figures drawn for every requested block, named ``{figure}_{block}``."""
+SHARED_FIGURES = ("fig2c_lambda0_sweep", "fig3_gate_law", "sample_efficiency")
+
+
+def block_stem(figure: str, block: Block) -> str:
+    return "fig2ab_learning_curves" if (figure, block) == ("learning_curves", MAIN) else f"{figure}_{block.name}"
+
+
 GENERATED = [
     *(f"tables/{stem}.tex" for stem in (*TABLE_NUMBERS, "claims")),
     "tables/cells.csv",
-    *(f"figures/{stem}.{ext}" for stem in FIGURES for ext in ("pdf", "png")),
+    *(
+        f"figures/{stem}.{ext}"
+        for stem in (*SHARED_FIGURES, *(block_stem(f, b) for b in BLOCKS.values() for f in BLOCK_FIGURES))
+        for ext in ("pdf", "png")
+    ),
     "claims.md",
     "runs.csv",
     "report.tex",
@@ -119,12 +117,8 @@ def read(client: MlflowClient, experiment: str, plan: Plan, selection: str, pres
     ledger = cells.select(ledger, curves, selection)
     used = cells.used(ledger)
     outcomes = collect.load_outcomes(uri, used.loc[:, ["run_id", "artifact_uri", "iteration"]])
-    results = cells.results(ledger, outcomes, wanted)
-    gaca = (
-        [results[plan.cell(MAIN.variant("gaca"), *setting)] for setting in plan.settings(MAIN)]
-        if MAIN in plan.blocks
-        else []
-    )
+    results = cells.results(ledger, outcomes, curves, plan)
+    gaca = [results[key] for key in wanted if dict(key.config)["algorithm.method"] == "gaca"]
     gaca_runs = used.loc[used["run_id"].isin([run for cell in gaca for run in cell.run_ids])]
     return Runs(
         ledger,
@@ -155,10 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out
     for name in GENERATED:
         (out / name).unlink(missing_ok=True)
-    written, skipped, checked = write_artifacts(plan, runs, args.selection, out)
-    summary = summary_lines(args, plan, runs, skipped)
+    written, figures_shown, skipped, checked = write_artifacts(plan, runs, args.selection, out)
+    summary = summary_lines(args, plan, runs)
     tex = out / "report.tex"
-    tex.write_text(report_tex(summary, written, checked, out))
+    tex.write_text(report_tex(summary, skipped, written, figures_shown, checked, out))
     written.append(tex)
     status, pdf_line = 0, "report.pdf: not built (--no-pdf)"
     if not args.no_pdf:
@@ -170,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         except RuntimeError as error:
             status, pdf_line = 1, f"report.pdf: FAILED: {error}"
 
-    print("\n".join(summary))
+    print("\n".join(summary + [f"{line}." for line in skipped]))
     total_s = time.perf_counter() - started
     print(f"read MLflow in {read_s:.1f} s; wrote {len(written)} files under {out}/ in {total_s:.1f} s total")
     print("\n".join(f"  {path}" for path in written))
@@ -183,17 +177,24 @@ def main(argv: list[str] | None = None) -> int:
 
 def write_artifacts(
     plan: Plan, runs: Runs, selection: str, out: Path
-) -> tuple[list[Path], list[str], list[claims.Claim]]:
-    """Tables, figures, claims.md and runs.csv; returns the paths written, the figures skipped
-    (with why) and the checked claims."""
+) -> tuple[list[Path], list[FigureSpec], list[str], list[claims.Claim]]:
+    """Tables, figures, claims.md and runs.csv; returns the paths written, the figures drawn, what
+    was left out (each with why) and the checked claims."""
     written = tables.write_tables(plan, runs.results, runs.diagnostics, selection, out / "tables")
+    skipped = [
+        f"Table {TABLE_NUMBERS[stem]}: skipped, {why}"
+        for stem, why in TABLE_MISSING.items()
+        if (stem != "table1_main" or MAIN in plan.blocks) and out / "tables" / f"{stem}.tex" not in written
+    ]
     efficiency = figures.sample_efficiency_frame(plan, runs.results, runs.curves) if MAIN in plan.blocks else None
-    skipped = []
-    for stem, draw in _figure_drawers(plan, runs, efficiency, out / "figures").items():
-        paths = draw()
+    shown = []
+    for spec in figure_specs(plan, runs, efficiency, out / "figures"):
+        paths = spec.draw()
         written += paths
-        if not paths:
-            skipped.append(f"{stem}: skipped, {FIGURE_SKIPPED[stem]}")
+        if paths:
+            shown.append(spec)
+        else:
+            skipped.append(f"{spec.name}: skipped, {spec.missing}")
 
     checked = claims.check(claims.Evidence(plan, runs.results, runs.diagnostics))
     header = _claims_header(plan, runs.results, selection)
@@ -204,37 +205,93 @@ def write_artifacts(
         written.append(out / "tables" / "claims.tex")
     _ledger_frame(runs.ledger, plan).to_csv(out / "runs.csv", index=False)
     written.append(out / "runs.csv")
-    return written, skipped, checked
+    return written, shown, skipped, checked
 
 
-def _figure_drawers(plan: Plan, runs: Runs, efficiency: pd.DataFrame | None, folder: Path) -> dict:
-    """stem -> a call drawing that figure, for the figures the requested blocks ask for."""
-    drawers = {"fig3_gate_law": lambda: figures.gate_law(folder)}
-    if MAIN in plan.blocks:
-        drawers["fig2ab_learning_curves"] = lambda: figures.learning_curves(plan, runs.results, runs.curves, folder)
-        drawers["criticality_distribution"] = lambda: figures.criticality_distribution(
-            plan, runs.results, runs.histograms, folder
-        )
-        drawers["sample_efficiency"] = lambda: figures.sample_efficiency(efficiency, folder)
+def figure_specs(plan: Plan, runs: Runs, efficiency: pd.DataFrame | None, folder: Path) -> list[FigureSpec]:
+    """The figures the requested blocks ask for, in the order the report shows them: each block's
+    learning curves, per-seed scores and criticality distribution, then the shared figures."""
+    results, curves, histograms = runs.results, runs.curves, runs.histograms
+    specs = []
+    for block in plan.blocks:
+        title = "Figure 2(a, b)" if block is MAIN else f"{block.name}: learning curves"
+        specs += [
+            FigureSpec(
+                block_stem("learning_curves", block),
+                title,
+                r"Evaluation success against training iteration, mean over seeds with its 95\% $t$ band, "
+                rf"every row of the {latex.escape(block.name)} block.",
+                f"no run of the {block.name} block has an eval/success_rate history",
+                lambda block=block: figures.learning_curves(
+                    plan, block, results, curves, folder, block_stem("learning_curves", block)
+                ),
+            ),
+            FigureSpec(
+                block_stem("seeds", block),
+                f"{block.name}: seeds",
+                r"Each seed's final success and area under the evaluation curve (dots) beside the row's mean "
+                r"(diamond) and 95\% bootstrap interval.",
+                f"no run of the {block.name} block",
+                lambda block=block: figures.seed_points(plan, block, results, folder, block_stem("seeds", block)),
+            ),
+            FigureSpec(
+                block_stem("criticality", block),
+                f"{block.name}: criticality",
+                r"Distribution of the criticality score $c$ over training for the GACA rows "
+                r"(the histograms of all seeds, summed; a hatched last bin holds every larger $c$).",
+                f"no GACA run of the {block.name} block has {collect.CRITICALITY_HISTOGRAM}",
+                lambda block=block: figures.criticality_distribution(
+                    plan, block, results, histograms, folder, block_stem("criticality", block)
+                ),
+            ),
+        ]
     if BLOCKS["lambda0"] in plan.blocks:
-        drawers["fig2c_lambda0_sweep"] = lambda: figures.lambda0_sweep(plan, runs.results, folder)
-    return drawers
+        specs.append(
+            FigureSpec(
+                "fig2c_lambda0_sweep",
+                "Figure 2(c)",
+                r"Final success against $\lambda_0$ with modulation off (mean $\pm$ std over seeds, each seed's "
+                r"point beside it); the star and the dashed line mark the adaptive gate.",
+                "no lambda0-sweep or adaptive-gate run",
+                lambda: figures.lambda0_sweep(plan, results, folder),
+            )
+        )
+    specs.append(
+        FigureSpec(
+            "fig3_gate_law",
+            "Figure 3",
+            r"The gate law $\lambda(c)$ of Eq.~7 for three modulation strengths, "
+            r"computed by the estimator's own gate function.",
+            "",
+            lambda: figures.gate_law(folder),
+        )
+    )
+    if efficiency is not None:
+        specs.append(
+            FigureSpec(
+                "sample_efficiency",
+                "Sample efficiency",
+                r"Iterations each method's seed-mean evaluation curve needs to reach GiGPO's peak success.",
+                "no GiGPO evaluation curve to take the peak from",
+                lambda: figures.sample_efficiency(efficiency, folder),
+            )
+        )
+    return specs
 
 
-def report_tex(summary: list[str], written: list[Path], checked: list[claims.Claim], out: Path) -> str:
-    """report.tex over what was written: the summary, the tables under the paper's numbers, the
-    claims, the figures."""
+def report_tex(
+    summary: list[str], skipped: list[str], written: list[Path], shown: list[FigureSpec], checked: list[claims.Claim], out: Path
+) -> str:
+    """report.tex over what was written: the summary, what was left out, the tables under the
+    paper's numbers, the claims, the figures."""
     return latex.report_tex(
         title="GACA reproduction: tables, figures and claims",
         summary=[latex.escape(line) for line in summary],
+        skipped=[latex.escape(line) for line in skipped],
         tables=[
             (f"tables/{stem}.tex", n) for stem, n in TABLE_NUMBERS.items() if out / "tables" / f"{stem}.tex" in written
         ],
-        figures=[
-            latex.Figure(f"figures/{stem}", *FIGURES[stem])
-            for stem in FIGURES
-            if out / "figures" / f"{stem}.pdf" in written
-        ],
+        figures=[latex.Figure(f"figures/{spec.stem}", latex.escape(spec.name), spec.caption) for spec in shown],
         claims="tables/claims.tex" if checked else None,
     )
 
@@ -243,9 +300,9 @@ def _category(reason: str) -> str:
     return reason.split(":", 1)[0]
 
 
-def summary_lines(args: argparse.Namespace, plan: Plan, runs: Runs, skipped: list[str]) -> list[str]:
+def summary_lines(args: argparse.Namespace, plan: Plan, runs: Runs) -> list[str]:
     """Plain-text lines: where the runs came from, which were used, which were excluded and why,
-    which cells are partial or empty, and which figures were skipped."""
+    and which cells are partial or empty."""
     ledger, results = runs.ledger, runs.results
     reasons = ledger["reason"].dropna()
     outside = int((reasons == cells.OUTSIDE).sum())
@@ -272,12 +329,12 @@ def summary_lines(args: argparse.Namespace, plan: Plan, runs: Runs, skipped: lis
         elif not result.complete:
             lines.append(
                 f"Partial: {names} at {where} has {result.n} of {result.expected_seeds} seeds "
-                f"(seeds {', '.join(map(str, result.seeds))}); marked n={result.n} wherever shown."
+                f"(seeds {', '.join(map(str, result.seeds))}; missing {', '.join(map(str, result.missing_seeds))}); "
+                f"marked n={result.n} wherever shown."
             )
         elif result.task_success is None:
             lines.append(f"Seed-level interval: {names} at {where} lacks per-task outcome files.")
     lines += [f"Not run at {where}: {', '.join(names)}." for where, names in sorted(not_run.items())]
-    lines += [f"Figure {line}." for line in skipped]
     return lines
 
 
@@ -290,7 +347,12 @@ def _describe_uri(uri: str) -> str:
 
 
 def _claims_header(plan: Plan, results: dict[CellKey, CellResult], selection: str) -> list[str]:
-    lines = [f"Selection: {selection} evaluation, the same for every method; {len(SEEDS)} seeds expected per cell."]
+    counts = sorted({result.n for result in results.values() if result.n})
+    seeds = "/".join(map(str, counts)) or "no"
+    lines = [
+        f"Selection: {selection} evaluation, the same for every method; {seeds} seeds per cell, as found "
+        "(a cell missing a seed its block ran is partial)."
+    ]
     ablations = [block for block in plan.blocks if block is not MAIN]
     if ablations:
         env, scale = plan.settings(ablations[0])[0]

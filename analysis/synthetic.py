@@ -68,8 +68,13 @@ class SyntheticRun:
     preset: str = "quick"
     diagnostics: Mapping[str, float] | None = None
     """GACA's diag/* values, constant over training (default ``DIAGNOSTICS``)."""
+    episodes: int | None = None
+    """Episodes per evaluation task: outcome files then have an ``episode`` column and one row per
+    episode; None: the format without it (one row per task)."""
     histogram: bool = True
     """Log diag/criticality_hist.csv (GACA only)."""
+    overflow: bool = False
+    """Give the histogram a last bin [4, inf) holding every larger score."""
     tagged: bool = True
     """False: a foreign run without the gaca.* tags."""
     train_metrics: bool = True
@@ -150,34 +155,45 @@ def log_run(client: MlflowClient, experiment_id: str, run: SyntheticRun) -> str:
         (artifacts / "eval").mkdir()
         (artifacts / "config.yaml").write_text("".join(f"{k}: {v}\n" for k, v in run.params().items()))
         for step, success in zip(run.eval_iterations(), curve):
-            (artifacts / "eval" / f"outcomes_{step:05d}.csv").write_text(outcomes_csv(step, success, run.tasks))
+            outcomes = outcomes_csv(step, success, run.tasks, run.episodes)
+            (artifacts / "eval" / f"outcomes_{step:05d}.csv").write_text(outcomes)
         if run.method == "gaca" and run.histogram:
             (artifacts / "diag").mkdir()
             spread = (run.diagnostics or DIAGNOSTICS)["diag/criticality_std"]
-            (artifacts / "diag" / "criticality_hist.csv").write_text(histogram_csv(run.seed, spread))
+            (artifacts / "diag" / "criticality_hist.csv").write_text(histogram_csv(run.seed, spread, run.overflow))
         client.log_artifacts(run_id, folder)
     if run.status != "RUNNING":
         client.set_terminated(run_id, status=run.status)
     return run_id
 
 
-def outcomes_csv(iteration: int, success: float, tasks: int) -> str:
-    """Per-task outcomes whose mean is ``success`` (rounded to whole tasks): the first tasks succeed."""
-    solved = int(round(success * tasks))
-    lines = ["iteration,task_id,success,return,length"]
-    lines += [f"{iteration},{task},{int(task < solved)},{float(task < solved)},{10}" for task in range(tasks)]
+def outcomes_csv(iteration: int, success: float, tasks: int, episodes: int | None = None) -> str:
+    """Per-task outcomes whose mean is ``success`` (rounded to whole episodes): the first episodes
+    in (task, episode) order succeed. ``episodes``: rows per task with an ``episode`` column; None:
+    one row per task, without it."""
+    if episodes is None:
+        solved = int(round(success * tasks))
+        lines = ["iteration,task_id,success,return,length"]
+        lines += [f"{iteration},{task},{int(task < solved)},{float(task < solved)},{10}" for task in range(tasks)]
+        return "\n".join(lines) + "\n"
+    solved = int(round(success * tasks * episodes))
+    lines = ["iteration,task_id,episode,success,return,length"]
+    for task in range(tasks):
+        for episode in range(episodes):
+            won = int(task * episodes + episode < solved)
+            lines.append(f"{iteration},{task},{episode},{won},{float(won)},{10}")
     return "\n".join(lines) + "\n"
 
 
-def histogram_csv(seed: int, spread: float, samples: int = 20_000) -> str:
+def histogram_csv(seed: int, spread: float, overflow: bool = False, samples: int = 20_000) -> str:
     """An accumulated histogram of a mean-one criticality score with standard deviation ``spread``
-    (a gamma distribution of shape 1 / spread^2)."""
+    (a gamma distribution of shape 1 / spread^2); ``overflow`` adds a last bin [4, inf)."""
     shape = 1.0 / spread**2
-    counts, _ = np.histogram(np.random.default_rng(seed).gamma(shape, 1.0 / shape, size=samples), bins=HISTOGRAM_BINS)
+    scores = np.random.default_rng(seed).gamma(shape, 1.0 / shape, size=samples)
+    edges = np.append(HISTOGRAM_BINS, np.inf) if overflow else HISTOGRAM_BINS
+    counts, _ = np.histogram(scores, bins=edges)
     lines = ["bin_left,bin_right,count"]
-    lines += [
-        f"{left:g},{right:g},{count}" for left, right, count in zip(HISTOGRAM_BINS[:-1], HISTOGRAM_BINS[1:], counts)
-    ]
+    lines += [f"{left:g},{right:g},{count}" for left, right, count in zip(edges[:-1], edges[1:], counts)]
     return "\n".join(lines) + "\n"
 
 

@@ -1,7 +1,9 @@
 """The paper's tables as booktabs LaTeX, ready for ``\\input``: Table 1 (main), 2 (ablations), 7 (diagnostics).
 
-Success is shown in percent, mean +- sample std over seeds. A cell with a number of seeds other
-than expected carries a superscript ``n=k``; a cell without runs shows ``---``. Written by hand
+Success is shown in percent, mean +- sample std over seeds, with the area under the evaluation
+curve (AUC: mean success over the run's evaluations) beside it. A cell missing a seed its block ran
+carries a superscript ``n=k``; a cell without runs shows ``---``. Differences are paired by seed and
+evaluation task unless marked (``PAIRING_MARKS``); a power line follows each table. Written by hand
 rather than with ``DataFrame.style.to_latex``: Table 2 needs block headings and rules between
 row groups, and all three share one look.
 """
@@ -12,10 +14,14 @@ import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
+from analysis import stats
 from analysis.blocks import ABLATIONS, MAIN, METHOD_LABELS, METHODS, Block, environment_label, scale_label
-from analysis.cells import CellKey, CellResult, Comparison, Plan, compare
+from analysis.cells import (
+    PAIRED_SEEDS, PAIRED_TASKS, UNPAIRED, CellKey, CellResult, Comparison, Plan, compare, power_line,
+)
 from analysis.latex import escape
 
 NOT_RUN = "---"
@@ -27,13 +33,28 @@ DIAGNOSTIC_COLUMNS = (
     ("diag/nonsingleton_frac", r"non-singleton (\%)", 100.0, 1),
 )
 """Table 7's columns: metric, heading, scale factor, decimals."""
+PAPER_DIAGNOSTICS = {
+    "diag/criticality_std": "0.31 / 0.27",
+    "diag/lambda_mean": NOT_RUN,
+    "diag/lambda_std": "0.08 / 0.07",
+    "diag/clamp_frac": "$<1$",
+    "diag/nonsingleton_frac": "86 / 79",
+}
+"""The paper's Table 7 (ALFWorld / WebShop), Table 7's last row."""
+PAIRING_MARKS = {PAIRED_TASKS: "", PAIRED_SEEDS: "^{s}", UNPAIRED: "^{u}"}
+PAIRING_NOTES = {
+    PAIRED_SEEDS: r"$^{s}$: paired by seed only (an AUC, or a final score without per-task outcomes)",
+    UNPAIRED: r"$^{u}$: unpaired, independent bootstraps (the cells share no seed)",
+}
 
 
-def success(result: CellResult, bold: bool = False) -> str:
-    """``$mean \\pm std$`` in percent, bold if asked, ``^{n=k}`` when the seed count is not the expected one."""
-    if result.n == 0:
+def success(result: CellResult, bold: bool = False, measure: str = "final") -> str:
+    """``$mean \\pm std$`` in percent, bold if asked, ``^{n=k}`` when the cell misses a seed its block ran."""
+    values = result.values(measure)
+    if result.n == 0 or np.isnan(values).any():
         return NOT_RUN
-    return _mean_std(100.0 * result.mean, 100.0 * result.std, 2, bold, result.n, result.expected_seeds)
+    mean, std = stats.mean_std(values)
+    return _mean_std(100.0 * mean, 100.0 * std, 2, bold, result.n, result.expected_seeds)
 
 
 def _mean_std(mean: float, std: float, decimals: int, bold: bool, n: int, expected: int) -> str:
@@ -53,7 +74,20 @@ def interval(low: float, high: float, signed: bool = False) -> str:
 
 
 def difference(comparison: Comparison | None) -> str:
-    return NOT_RUN if comparison is None else f"${100 * comparison.estimate:+.2f}$"
+    """``$+4.51$``, with the pairing's mark when it is not paired by seed and task."""
+    if comparison is None:
+        return NOT_RUN
+    return f"${100 * comparison.estimate:+.2f}{PAIRING_MARKS[comparison.pairing]}$"
+
+
+def difference_interval(comparison: Comparison | None) -> str:
+    return NOT_RUN if comparison is None else interval(comparison.low, comparison.high, signed=True)
+
+
+def _pairing_notes(comparisons: Sequence[Comparison | None]) -> str:
+    pairings = {comparison.pairing for comparison in comparisons if comparison is not None}
+    notes = [note for pairing, note in PAIRING_NOTES.items() if pairing in pairings]
+    return ("; ".join(notes) + ".") if notes else ""
 
 
 def tabular(columns: str, header: Sequence[str], body: Sequence[Sequence[str] | str]) -> str:
@@ -64,87 +98,104 @@ def tabular(columns: str, header: Sequence[str], body: Sequence[Sequence[str] | 
     return "\n".join(lines)
 
 
-def table(body: str, caption: str, label: str) -> str:
-    return "\n".join(
-        [
-            r"\begin{table}[htbp]",
-            r"\centering",
-            r"\small",
-            rf"\caption{{{caption}}}",
-            rf"\label{{{label}}}",
-            body,
-            r"\end{table}",
-            "",
-        ]
-    )
+def table(body: str, caption: str, label: str, after: Sequence[str] = ()) -> str:
+    """A table float; ``after``: plain-text lines set in small type under the tabular (the power line)."""
+    lines = [r"\begin{table}[htbp]", r"\centering", r"\small", rf"\caption{{{caption}}}", rf"\label{{{label}}}", body]
+    if after:
+        lines += [r"\par\smallskip", r"\begin{minipage}{0.95\linewidth}\footnotesize"]
+        lines += [escape(line) + r"\par" for line in after]
+        lines.append(r"\end{minipage}")
+    lines += [r"\end{table}", ""]
+    return "\n".join(lines)
 
 
-def _best(results: Sequence[CellResult]) -> float:
-    means = [result.mean for result in results if result.n > 0]
+def _best(results: Sequence[CellResult], measure: str = "final") -> float:
+    means = [float(np.mean(result.values(measure))) for result in results if result.n > 0]
+    means = [mean for mean in means if not math.isnan(mean)]
     return max(means) if means else math.nan
 
 
-def _is_best(result: CellResult, best: float) -> bool:
-    return result.n > 0 and math.isclose(result.mean, best, abs_tol=1e-12)
+def _is_best(result: CellResult, best: float, measure: str = "final") -> bool:
+    return result.n > 0 and math.isclose(float(np.mean(result.values(measure))), best, abs_tol=1e-12)
 
 
 def _footnote(cells: Sequence[CellResult]) -> str:
     notes = []
     if any(cell.n not in (0, cell.expected_seeds) for cell in cells):
-        notes.append(rf"$^{{n=k}}$: over $k$ seeds, not the {cells[0].expected_seeds} expected")
+        notes.append(r"$^{n=k}$: over $k$ seeds, fewer than its block ran")
     if any(cell.n == 0 for cell in cells):
         notes.append(f"{NOT_RUN}: not run")
     return ("; ".join(notes) + ".") if notes else ""
 
 
 def main_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) -> str | None:
-    """Table 1: environment x scale rows, GRPO / GiGPO / GACA columns, best per row in bold, and the
-    gain of GACA over GiGPO with its 95% interval and probability of improvement. None if no runs."""
+    """Table 1: per environment x scale a row of final success and a row of AUC, GRPO / GiGPO / GACA
+    columns, best per row in bold, and the gain of GACA over GiGPO with its 95% interval and
+    probability of improvement. None if no runs."""
     body: list[Sequence[str] | str] = []
     shown: list[CellResult] = []
+    gains: dict[str, list[Comparison | None]] = {"final": [], "auc": []}
     previous_env = None
     for env, scale in plan.settings(MAIN):
         row_cells = [cells[plan.cell(MAIN.variant(method), env, scale)] for method in METHODS]
         if all(cell.n == 0 for cell in row_cells):
             continue
         shown += row_cells
-        best = _best(row_cells)
-        gain = compare(row_cells[2], row_cells[1])
-        body.append(
-            [
-                escape(env) if env != previous_env else "",
-                escape(scale),
-                *(success(cell, _is_best(cell, best)) for cell in row_cells),
-                difference(gain),
-                NOT_RUN if gain is None else interval(gain.low, gain.high, signed=True),
-                NOT_RUN if gain is None else f"{gain.probability_of_improvement:.2f}",
-            ]
-        )
+        for measure, label in (("final", "final"), ("auc", "AUC")):
+            best = _best(row_cells, measure)
+            gain = compare(row_cells[2], row_cells[1], measure)
+            gains[measure].append(gain)
+            first = measure == "final"
+            body.append(
+                [
+                    escape(env) if first and env != previous_env else "",
+                    escape(scale) if first else "",
+                    label,
+                    *(success(cell, _is_best(cell, best, measure), measure) for cell in row_cells),
+                    difference(gain),
+                    difference_interval(gain),
+                    NOT_RUN
+                    if gain is None
+                    else f"{gain.probability_of_improvement:.2f} ($p = {gain.p_value:.2f}$)",
+                ]
+            )
         previous_env = env
     if not body:
         return None
     header = [
         "Environment",
         "Scale",
+        "",
         *(METHOD_LABELS[m] for m in METHODS),
         r"$\Delta$",
         r"95\% CI of $\Delta$",
         r"$P(\mathrm{GACA} > \mathrm{GiGPO})$",
     ]
     caption = (
-        rf"Evaluation success (\%, {_selection_text(selection)}), mean $\pm$ std over seeds. "
-        r"Best per row in bold. $\Delta$: GACA minus GiGPO in points, with a 95\% bootstrap interval "
-        r"(seeds, then evaluation tasks) and the probability of improvement over seeds. "
+        rf"Evaluation success (\%), final: {_selection_text(selection)}; AUC: mean over the run's evaluations "
+        r"(area under the evaluation curve); mean $\pm$ std over seeds. "
+        r"Best per row in bold. $\Delta$: GACA minus GiGPO in points, with a 95\% bootstrap interval paired by "
+        r"seed and evaluation task (seeds resampled jointly for both methods, then tasks within a seed). "
+        r"$P$: the fraction of seed pairs in which GACA scores higher (ties half), with the one-sided exact "
+        r"Mann-Whitney $p$ of that ranking; not the probability that GACA is better. "
+        + _pairing_notes(gains["final"] + gains["auc"])
+        + " "
         + _analogues(plan.settings(MAIN))
         + " "
         + _footnote(shown)
     )
-    return table(tabular("ll" + "c" * (len(header) - 2), header, body), caption.strip(), "tab:main")
+    after = []
+    for measure, name in (("final", "Final success"), ("auc", "AUC")):
+        measured = [gain for gain in gains[measure] if gain is not None]
+        if measured:
+            after.append(f"{name}: {power_line(measured)}")
+    return table(tabular("lll" + "c" * (len(header) - 3), header, body), caption.strip(), "tab:main", after)
 
 
 def ablation_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) -> str | None:
     """Table 2: one block of rows per requested ablation, best per block in bold, each row with its
-    95% interval and its difference from GACA with every default. None if no ablation is requested."""
+    95% interval, its AUC and its difference from GACA with every default (and that difference's
+    interval); a power line per block under the table. None if no ablation is requested."""
     blocks = [block for block in plan.blocks if block in ABLATIONS]
     if not blocks:
         return None
@@ -153,28 +204,41 @@ def ablation_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: s
     shared = _shared_keys(plan, blocks, env, scale)
     body: list[Sequence[str] | str] = []
     shown: list[CellResult] = []
+    all_gains: list[Comparison | None] = []
+    after = []
     for index, block in enumerate(blocks):
         if index:
             body.append(r"\midrule")
-        body.append(rf"\multicolumn{{4}}{{l}}{{\textit{{{block.title}}}}} \\")
+        body.append(rf"\multicolumn{{6}}{{l}}{{\textit{{{block.title}}}}} \\")
         block_cells = [cells[plan.cell(variant, env, scale)] for variant in block.variants]
         shown += block_cells
         best = _best(block_cells)
+        gains = []
         for variant, cell in zip(block.variants, block_cells):
             is_reference = reference is not None and cell.key == reference.key
+            gain = None if is_reference or reference is None else compare(cell, reference)
+            gains.append(gain)
             body.append(
                 [
                     variant.latex + (r"$^\dagger$" if cell.key in shared else ""),
                     success(cell, _is_best(cell, best)),
                     interval(*cell.interval()) if cell.n else NOT_RUN,
-                    "(ref.)" if is_reference else difference(compare(cell, reference) if reference else None),
+                    success(cell, measure="auc"),
+                    "(ref.)" if is_reference else difference(gain),
+                    "" if is_reference else difference_interval(gain),
                 ]
             )
-    header = ["Variant", r"Success (\%)", r"95\% CI", r"$\Delta$ vs GACA"]
+        measured = [gain for gain in gains if gain is not None]
+        all_gains += gains
+        if measured:
+            after.append(f"{block.name}, against GACA: {power_line(measured)}")
+    header = ["Variant", r"Success (\%)", r"95\% CI", r"AUC (\%)", r"$\Delta$ vs GACA", r"95\% CI of $\Delta$"]
     notes = [
         rf"Ablations on {escape(environment_label(env))} at scale {escape(scale_label(scale))}: "
         rf"evaluation success (\%, {_selection_text(selection)}), mean $\pm$ std over seeds, best per block in bold, "
-        r"95\% bootstrap interval over seeds and evaluation tasks; $\Delta$: points against GACA with every default."
+        r"95\% bootstrap interval over seeds and evaluation tasks; AUC: mean success over the run's evaluations; "
+        r"$\Delta$: points against GACA with every default, its 95\% interval paired by seed and evaluation task.",
+        _pairing_notes(all_gains),
     ]
     if shared:
         notes.append(
@@ -182,7 +246,7 @@ def ablation_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: s
             r"one shared result shown in each place."
         )
     notes.append(_footnote(shown))
-    return table(tabular("lccc", header, body), " ".join(n for n in notes if n), "tab:ablations")
+    return table(tabular("lccccc", header, body), " ".join(n for n in notes if n), "tab:ablations", after)
 
 
 def _shared_keys(plan: Plan, blocks: Sequence[Block], env: str, scale: str) -> set[CellKey]:
@@ -195,35 +259,58 @@ def _shared_keys(plan: Plan, blocks: Sequence[Block], env: str, scale: str) -> s
     return {key for key, names in owners.items() if len(names) > 1 and key != default}
 
 
+def diagnostics_rows(plan: Plan) -> list[tuple[Block, str, str, list[tuple[str, CellKey]]]]:
+    """Table 7's row groups: per requested block and setting, its GACA rows (label, cell)."""
+    groups = []
+    for block in plan.blocks:
+        for env, scale in plan.settings(block):
+            rows = [
+                (variant.latex, plan.cell(variant, env, scale))
+                for variant in block.variants
+                if variant.config()["algorithm.method"] == "gaca"
+            ]
+            groups.append((block, env, scale, rows))
+    return groups
+
+
 def diagnostics_table(plan: Plan, cells: Mapping[CellKey, CellResult], diagnostics: pd.DataFrame) -> str | None:
-    """Table 7: GACA's gate diagnostics per environment (and scale), each averaged over training
-    per run, then mean +- std over seeds. None when no GACA run logged them."""
+    """Table 7: the gate diagnostics of every GACA row of the requested blocks, each averaged over
+    training per run, then mean +- std over seeds, and the paper's values as the last row. None when
+    no GACA run logged them."""
     if diagnostics.empty:
         return None
-    body: list[Sequence[str]] = []
-    for env, scale in plan.settings(MAIN):
-        cell = cells[plan.cell(MAIN.variant("gaca"), env, scale)]
-        rows = diagnostics.loc[(diagnostics["env"] == env) & (diagnostics["scale"] == scale)]
-        if rows.empty:
-            continue
-        entries = []
-        for metric, _, factor, decimals in DIAGNOSTIC_COLUMNS:
-            values = rows.loc[rows["metric"] == metric, "value"].to_numpy() * factor
-            if values.size == 0:
-                entries.append(NOT_RUN)
+    body: list[Sequence[str] | str] = []
+    for block, env, scale, rows in diagnostics_rows(plan):
+        group = []
+        for label, key in rows:
+            cell = cells[key]
+            logged = diagnostics.loc[diagnostics["run_id"].isin(cell.run_ids)]
+            if logged.empty:
                 continue
-            std = values.std(ddof=1) if values.size > 1 else math.nan
-            entries.append(_mean_std(values.mean(), std, decimals, False, values.size, cell.expected_seeds))
-        body.append([escape(env), escape(scale), *entries])
+            entries = []
+            for metric, _, factor, decimals in DIAGNOSTIC_COLUMNS:
+                values = logged.loc[logged["metric"] == metric, "value"].to_numpy() * factor
+                if values.size == 0:
+                    entries.append(NOT_RUN)
+                    continue
+                mean, std = stats.mean_std(values)
+                entries.append(_mean_std(mean, std, decimals, False, values.size, cell.expected_seeds))
+            group.append([label, *entries])
+        if group:
+            heading = f"{block.title} ({escape(env)}, {escape(scale)})"
+            body += [r"\midrule"] if body else []
+            body += [rf"\multicolumn{{{len(DIAGNOSTIC_COLUMNS) + 1}}}{{l}}{{\textit{{{heading}}}}} \\", *group]
     if not body:
         return None
-    header = ["Environment", "Scale", *(heading for _, heading, _, _ in DIAGNOSTIC_COLUMNS)]
+    body += [r"\midrule", ["Paper (ALFWorld / WebShop)", *(PAPER_DIAGNOSTICS[m] for m, _, _, _ in DIAGNOSTIC_COLUMNS)]]
+    header = ["Row", *(heading for _, heading, _, _ in DIAGNOSTIC_COLUMNS)]
     caption = (
-        r"Gate diagnostics of GACA (every default), each averaged over training, mean $\pm$ std over seeds: "
+        r"Gate diagnostics of the GACA rows, each averaged over training per run, mean $\pm$ std over seeds: "
         r"the spread (std) of the criticality $c$, mean and std of $\lambda$, steps with $\lambda$ at 0 or 1, "
-        r"and steps in a non-singleton anchor group. " + _analogues(plan.settings(MAIN))
+        r"and steps in a non-singleton anchor group. The last row gives the paper's values "
+        r"(ALFWorld / WebShop; clamped: under 1\%). " + _analogues(plan.settings(MAIN))
     )
-    return table(tabular("ll" + "c" * len(DIAGNOSTIC_COLUMNS), header, body), caption, "tab:diagnostics")
+    return table(tabular("l" + "c" * len(DIAGNOSTIC_COLUMNS), header, body), caption, "tab:diagnostics")
 
 
 def _selection_text(selection: str) -> str:
@@ -247,6 +334,7 @@ def cells_frame(plan: Plan, cells: Mapping[CellKey, CellResult]) -> pd.DataFrame
             for variant in block.variants:
                 cell = cells[plan.cell(variant, env, scale)]
                 low, high = cell.interval() if cell.n else (math.nan, math.nan)
+                auc_mean, auc_std = stats.mean_std(cell.values("auc"))
                 rows.append(
                     {
                         "block": block.name,
@@ -255,12 +343,15 @@ def cells_frame(plan: Plan, cells: Mapping[CellKey, CellResult]) -> pd.DataFrame
                         "scale": scale,
                         "n_seeds": cell.n,
                         "expected_seeds": cell.expected_seeds,
+                        "missing_seeds": " ".join(map(str, cell.missing_seeds)),
                         "seeds": " ".join(map(str, cell.seeds)),
                         "mean": cell.mean,
                         "std": cell.std,
                         "ci_low": low,
                         "ci_high": high,
                         "task_level_interval": cell.task_success is not None,
+                        "auc_mean": auc_mean,
+                        "auc_std": auc_std,
                         "run_ids": " ".join(cell.run_ids),
                     }
                 )
@@ -275,8 +366,8 @@ def write_tables(
     contents: dict[str, str | None] = {}
     if MAIN in plan.blocks:
         contents["table1_main.tex"] = main_table(plan, cells, selection)
-        contents["table7_diagnostics.tex"] = diagnostics_table(plan, cells, diagnostics)
     contents["table2_ablations.tex"] = ablation_table(plan, cells, selection)
+    contents["table7_diagnostics.tex"] = diagnostics_table(plan, cells, diagnostics)
     written = []
     for name, text in contents.items():
         if text is not None:

@@ -7,6 +7,9 @@ the troublesome runs a real store collects: another experiment's run, unfinished
 without its final metric, an older duplicate of a run key, a second spelling of the fixed-weight
 configuration, a foreign run without gaca tags, a run of another protocol, a search run that no
 table asks for. The uniform cell has only 2 of its 3 seeds; lambda0 = 0.75 is not run at all.
+The shop runs write outcome files with two episodes per task (the ``episode`` column), the others
+one row per task; household GACA's criticality histograms end in an overflow bin [4, inf), and
+shop GACA logs none.
 """
 
 from __future__ import annotations
@@ -92,9 +95,21 @@ def known_runs() -> tuple[list[SyntheticRun], dict[int, str]]:
     )
     for (method, env), values in MAIN_SUCCESS.items():
         for seed, value in enumerate(values):
-            diagnostics = _diagnostics(seed) if env == "household" else None
-            add(SyntheticRun(method, env, seed=seed, final_success=value, block="main", diagnostics=diagnostics))
-    add(SyntheticRun("gigpo", "shop", seed=2, final_success=None, block="main"), "missing_final")
+            household = env == "household"
+            add(
+                SyntheticRun(
+                    method,
+                    env,
+                    seed=seed,
+                    final_success=value,
+                    block="main",
+                    diagnostics=_diagnostics(seed) if household else None,
+                    episodes=None if household else 2,
+                    overflow=household,
+                    histogram=household,
+                )
+            )
+    add(SyntheticRun("gigpo", "shop", seed=2, final_success=None, block="main", episodes=2), "missing_final")
     for name, (overrides, values) in ABLATION_SUCCESS.items():
         for seed, value in enumerate(values):
             # loo peaks one task above its final success at iteration 5, for --selection best

@@ -10,17 +10,22 @@ import pytest
 
 from analysis import claims
 from analysis.blocks import BLOCKS, MAIN, get_block
-from analysis.cells import CellResult, Plan, empty_result
+from analysis.cells import PAIRED_TASKS, CellResult, Comparison, Plan, empty_result
 
 PLAN = Plan(tuple(BLOCKS.values()), scale="tiny")
 TASKS = 128
+SEEDS = (0, 1, 2)
+"""The seeds every block of these tests ran."""
+
+
+def run_ids(key, seeds: int) -> tuple[str, ...]:
+    return tuple(f"{key}-{seed}" for seed in range(seeds))
 
 
 def result(key, rates: list[float]) -> CellResult:
-    outcomes = tuple(np.r_[np.ones(round(r * TASKS)), np.zeros(TASKS - round(r * TASKS))] for r in rates)
-    return CellResult(
-        key, tuple(f"{key}-{seed}" for seed in range(len(rates))), tuple(range(len(rates))), np.array(rates), outcomes
-    )
+    outcomes = tuple(pd.Series(np.r_[np.ones(round(r * TASKS)), np.zeros(TASKS - round(r * TASKS))]) for r in rates)
+    seeds = tuple(range(len(rates)))
+    return CellResult(key, run_ids(key, len(rates)), seeds, np.array(rates), outcomes, expected=SEEDS)
 
 
 def near(rate: float, seeds: int = 3) -> list[float]:
@@ -28,11 +33,15 @@ def near(rate: float, seeds: int = 3) -> list[float]:
     return [rate - 1 / TASKS, rate, rate + 1 / TASKS][:seeds]
 
 
+GACA_KEY = PLAN.cell(MAIN.variant("gaca"), "household", "tiny")
+
+
 def diagnostics(lambda_mean: float = 0.4995, clamp: float = 0.002, seeds: int = 3) -> pd.DataFrame:
+    """Diagnostics logged by the runs of GACA's default cell (``result``'s run ids)."""
     return pd.DataFrame(
         [
-            ("household", "tiny", f"run{seed}", seed, metric, value + 1e-4 * seed)
-            for seed in range(seeds)
+            ("household", "tiny", run_id, seed, metric, value + 1e-4 * seed)
+            for seed, run_id in enumerate(run_ids(GACA_KEY, seeds))
             for metric, value in (("diag/lambda_mean", lambda_mean), ("diag/clamp_frac", clamp))
         ],
         columns=["env", "scale", "run_id", "seed", "metric", "value"],
@@ -45,7 +54,7 @@ def evidence(
     diag: pd.DataFrame | None = None,
 ) -> claims.Evidence:
     """Cells filled from ``{"block/variant": rates}`` (ablations at household/tiny) and ``{method: rates}``."""
-    cells = {key: empty_result(key) for key in PLAN.wanted()}
+    cells = {key: empty_result(key, SEEDS) for key in PLAN.wanted()}
     for name, rates in (ablations or {}).items():
         block, variant = name.split("/")
         key = PLAN.cell(get_block(block).variant(variant), "household", "tiny")
@@ -86,15 +95,15 @@ def test_every_claim_holds_where_the_data_agrees():
     [
         (claims.detector_order, {"detector/random": near(0.95)}),
         (claims.no_fixed_lambda0_matches, {"lambda0/lambda0=0.25": near(0.95)}),
-        (claims.lambda0_concave, {"lambda0/lambda0=1": near(0.8)}),  # optimum at an endpoint
-        (claims.lambda0_concave, {"lambda0/lambda0=0.25": near(0.56)}),  # interior optimum, not concave
+        (claims.lambda0_concave, {"lambda0/lambda0=1": near(0.8)}),  # the end beats the middle
+        (claims.lambda0_concave, {"lambda0/lambda0=0": near(0.8)}),
         (claims.modulation_gives_back, {"modulation/modulation=1": near(0.95)}),  # no give-back
         (claims.modulation_gives_back, {"modulation/modulation=1": near(0.6)}),  # gives back everything
-        (claims.alpha_c_does_not_help, {"alpha_c/alpha_c=0.7": near(0.98)}),
+        (claims.alpha_c_does_not_help, {"alpha_c/alpha_c=0.7": near(0.98)}),  # helps by 8 points
     ],
 )
-def test_each_ablation_claim_fails_where_the_data_disagrees(check, change):
-    assert verdict(check, ablations={**GOOD, **change}) == claims.FAILS
+def test_each_ablation_claim_is_contradicted_where_the_data_disagrees(check, change):
+    assert verdict(check, ablations={**GOOD, **change}) == claims.CONTRADICTED
 
 
 @pytest.mark.parametrize(
@@ -107,13 +116,13 @@ def test_each_ablation_claim_fails_where_the_data_disagrees(check, change):
         (claims.alpha_c_does_not_help, "alpha_c/alpha_c=0.5"),
     ],
 )
-def test_a_missing_or_partial_cell_gives_not_enough_data(check, drop):
+def test_a_missing_or_partial_cell_gives_missing_runs(check, drop):
     missing = {name: rates for name, rates in GOOD.items() if name != drop}
-    assert verdict(check, ablations=missing) == claims.NOT_ENOUGH
+    assert verdict(check, ablations=missing) == claims.MISSING
     partial = {**GOOD, drop: GOOD.get(drop, near(0.9))[:2]}
     claim = check(evidence(partial))
-    assert claim.verdict == claims.NOT_ENOUGH
-    assert any("2 of 3 seeds" in note for note in claim.notes)
+    assert claim.verdict == claims.MISSING
+    assert any("2 of 3 seeds (missing seed 2)" in note for note in claim.notes)
 
 
 def test_a_sweep_point_never_run_is_left_out_with_a_note():
@@ -123,20 +132,82 @@ def test_a_sweep_point_never_run_is_left_out_with_a_note():
     assert any("lambda0=0.75 was not run" in note for note in claim.notes)
 
 
-def test_the_right_direction_inside_the_noise_is_not_enough_data():
+def test_concavity_compares_the_middle_point_with_both_ends():
+    claim = claims.lambda0_concave(evidence(GOOD))
+    compared = [name for name, _ in claim.comparisons]
+    assert compared == ["lambda0=0.5 − lambda0=0", "lambda0=0.5 − lambda0=1"]
+    # The middle beats lambda0 = 0 inside the noise: the sweep is not shown concave, nor shown not to be.
+    noisy = {**GOOD, "lambda0/lambda0=0": [0.55, 0.7, 0.85], "detector/uniform": [0.6, 0.72, 0.85]}
+    assert claims.lambda0_concave(evidence(noisy)).verdict == claims.INCONCLUSIVE
+
+
+def test_the_right_direction_inside_the_noise_is_inconclusive():
     close = {**GOOD, "detector/random": [0.55, 0.7, 0.85], "detector/uniform": [0.6, 0.72, 0.85]}
     claim = claims.detector_order(evidence(close))
-    assert claim.verdict == claims.NOT_ENOUGH
-    assert "→ not enough data" in claim.numbers[-2]
+    assert claim.verdict == claims.INCONCLUSIVE
+    assert "→ inconclusive" in claim.numbers[-4]  # uniform − random, before entropy − uniform and its power
+
+
+def test_the_wrong_direction_inside_the_noise_is_inconclusive_not_contradicted():
+    # uniform below random on the mean, but the interval straddles zero.
+    close = {**GOOD, "detector/random": [0.6, 0.7, 0.8], "detector/uniform": [0.5, 0.72, 0.82]}
+    claim = claims.detector_order(evidence(close))
+    comparison = dict(claim.comparisons)["uniform − random"]
+    assert comparison.estimate < 0 < comparison.high
+    assert claim.verdict == claims.INCONCLUSIVE
+
+
+def comparison(low: float, high: float) -> Comparison:
+    """A comparison whose bootstrap draws are evenly spread over [low, high]."""
+    draws = np.linspace(low, high, 1001)
+    return Comparison(float(draws.mean()), draws, PAIRED_TASKS, 3, 0.01, 0.01, 0.5, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "expected"),
+    [(0.01, 0.05, claims.HOLDS), (-0.05, -0.01, claims.CONTRADICTED), (-0.091, 0.060, claims.INCONCLUSIVE)],
+)
+def test_greater_is_decided_by_the_interval_alone(low, high, expected):
+    assert claims.greater(comparison(low, high)) == expected
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "expected", "detail"),
+    [
+        (-0.01, 0.02, claims.HOLDS, "equivalent within ±3 pts (TOST); 90% interval [-0.85, +1.85]"),
+        (-0.10, -0.05, claims.HOLDS, "lower by up to 9.75 pts"),
+        (0.00, 0.05, claims.INCONCLUSIVE, "gain not shown below +3 pts (90% interval [+0.25, +4.75])"),
+        (0.035, 0.06, claims.CONTRADICTED, "gain above +3 pts"),
+    ],
+)
+def test_does_not_help_is_two_one_sided_tests_against_the_margin(low, high, expected, detail):
+    # 90% interval of draws spread evenly over [low, high]: low + 5% and high - 5% of the width.
+    verdict, text = claims.no_gain(comparison(low, high))
+    assert verdict == expected
+    assert detail in text
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "expected"),
+    [
+        ([claims.HOLDS, claims.HOLDS], claims.HOLDS),
+        ([claims.HOLDS, claims.INCONCLUSIVE], claims.INCONCLUSIVE),
+        ([claims.INCONCLUSIVE, claims.MISSING], claims.MISSING),
+        ([claims.HOLDS, claims.MISSING, claims.CONTRADICTED], claims.CONTRADICTED),
+        ([], claims.MISSING),
+    ],
+)
+def test_a_composite_claim_is_contradicted_by_any_part_and_holds_when_all_do(verdicts, expected):
+    assert claims.combine(verdicts) == expected
 
 
 @pytest.mark.parametrize(
     ("main", "expected"),
     [
         ({"grpo": near(0.5), "gigpo": near(0.7), "gaca": near(0.9)}, claims.HOLDS),
-        ({"grpo": near(0.7), "gigpo": near(0.5), "gaca": near(0.9)}, claims.FAILS),
-        ({"grpo": near(0.5), "gigpo": near(0.7)}, claims.NOT_ENOUGH),
-        ({}, claims.NOT_ENOUGH),
+        ({"grpo": near(0.7), "gigpo": near(0.5), "gaca": near(0.9)}, claims.CONTRADICTED),
+        ({"grpo": near(0.5), "gigpo": near(0.7)}, claims.MISSING),
+        ({}, claims.MISSING),
     ],
 )
 def test_main_order(main, expected):
@@ -147,32 +218,40 @@ def test_main_order(main, expected):
     ("diag", "expected"),
     [
         (diagnostics(), claims.HOLDS),
-        (diagnostics(lambda_mean=0.6), claims.FAILS),
-        (diagnostics(clamp=0.03), claims.FAILS),
-        (diagnostics(seeds=2), claims.NOT_ENOUGH),
+        (diagnostics(lambda_mean=0.6), claims.CONTRADICTED),
+        (diagnostics(clamp=0.03), claims.CONTRADICTED),
+        (diagnostics(seeds=2), claims.MISSING),
     ],
 )
 def test_gate_in_linear_regime(diag, expected):
     assert verdict(claims.gate_in_linear_regime, main={"gaca": near(0.9)}, diag=diag) == expected
 
 
-def test_numbers_and_intervals_are_reported():
+def test_numbers_intervals_pairing_and_power_are_reported():
     claim = claims.detector_order(evidence(GOOD))
     assert claim.numbers[0].startswith("random: 50.00 ± 0.78 [")
-    difference = re.search(r"entropy − uniform: \+(\d+\.\d+) pts \[\+(\d+\.\d+), \+(\d+\.\d+)\]", claim.numbers[-1])
+    difference = re.search(r"entropy − uniform: \+(\d+\.\d+) pts \[\+(\d+\.\d+), \+(\d+\.\d+)\]", claim.numbers[-2])
     low, estimate, high = float(difference[2]), float(difference[1]), float(difference[3])
     assert low < estimate < high
     assert estimate == pytest.approx(20.0)
+    assert "(paired by seed and task, n=3); P(entropy > uniform) over seed pairs = 1.00 (one-sided exact p = 0.05)" in (
+        claim.numbers[-2]
+    )
+    assert re.fullmatch(
+        r"power of entropy − uniform: detects \d+\.\d pts at 80% with n=3; 3 pts needs \d+ seeds, 5 pts needs \d+ seeds",
+        claim.numbers[-1],
+    )
 
 
 def test_claims_md_of_the_report(report):
     text = (report.out / "claims.md").read_text()
     verdicts = dict(re.findall(r"\| \d \| (.+?) \| \*\*(.+?)\*\* \|", text))
-    assert verdicts["Detector: random < uniform < entropy (Section 4.3)"] == claims.NOT_ENOUGH  # uniform: 2 of 3 seeds
-    assert verdicts["alpha_c < 1 does not help with a sparse reward (Section 4.3)"] == claims.HOLDS
+    assert verdicts["Detector: random < uniform < entropy (Section 4.3)"] == claims.MISSING  # uniform: 2 of 3 seeds
     assert (
         verdicts["The mean lambda equals lambda0 and under 1% of steps sit at a clamp (Section 4.4, Table 7)"]
         == claims.HOLDS
     )
     assert "note: lambda0=0.75 was not run" in text
     assert "## Sample efficiency" in text
+    assert "It is not the probability\nthat a is the better method." in text
+    assert "| 6 | GACA household/tiny − GiGPO household/tiny | paired by seed and task | 3 |" in text

@@ -7,16 +7,19 @@ import pandas as pd
 import pytest
 import torch
 
+import numpy as np
+
 from analysis import figures
-from analysis.blocks import BLOCKS
-from analysis.cells import Plan
+from analysis.blocks import BLOCKS, MAIN
+from analysis.cells import CellKey, CellResult, Plan
 
 STEMS = (
     "fig2ab_learning_curves",
     "fig2c_lambda0_sweep",
     "fig3_gate_law",
-    "criticality_distribution",
     "sample_efficiency",
+    *(f"{figure}_{block}" for figure in ("seeds", "criticality") for block in BLOCKS),
+    *(f"learning_curves_{block}" for block in BLOCKS if block != "main"),
 )
 
 
@@ -49,6 +52,45 @@ def test_figure3_draws_the_estimators_gate(tmp_path, monkeypatch):
 def test_a_figure_without_data_is_skipped_and_reported(tmp_path, report):
     plan = Plan(tuple(BLOCKS.values()))
     empty = pd.DataFrame(columns=["run_id", "bin_left", "bin_right", "count"])
-    assert figures.criticality_distribution(plan, {}, empty, tmp_path) == []
+    assert figures.criticality_distribution(plan, MAIN, {}, empty, tmp_path, "criticality_main") == []
     assert figures.sample_efficiency(pd.DataFrame(), tmp_path) == []
     assert not list(tmp_path.iterdir())
+
+
+def drawn(monkeypatch) -> list:
+    """Collects the figures ``figures.save`` is given instead of writing them."""
+    saved = []
+    monkeypatch.setattr(figures, "save", lambda figure, folder, stem: saved.append(figure) or [folder / stem])
+    return saved
+
+
+def test_the_overflow_bin_is_drawn_as_a_marked_last_bin(tmp_path, monkeypatch):
+    key = CellKey(MAIN.variant("gaca").key(), "household", "tiny")
+    cell = CellResult(key, ("r0",), (0,), np.array([0.5]), None)
+    histogram = pd.DataFrame(
+        {"run_id": "r0", "bin_left": [0.0, 2.0, 4.0], "bin_right": [2.0, 4.0, np.inf], "count": [6, 2, 2]}
+    )
+    plan = Plan((MAIN,), env="household", scale="tiny")
+    cells = {k: cell if k == key else CellResult(k, (), (), np.zeros(0), None) for k in plan.wanted()}
+    saved = drawn(monkeypatch)
+    assert figures.criticality_distribution(plan, MAIN, cells, histogram, tmp_path, "criticality_main")
+    axis = saved[0].axes[0]
+    assert [text.get_text() for text in axis.texts] == ["≥ 4"]
+    assert axis.get_xlim()[1] == pytest.approx(6.1)  # the last bin is drawn as wide as the one before it
+    # densities: count / (total x width) = 6 / 20, 2 / 20, 2 / 20 per unit of c
+    heights = sorted(round(float(value), 4) for patch in axis.patches for value in patch.get_data().values)
+    assert heights == [0.1, 0.1, 0.3]
+
+
+def test_learning_curves_have_a_95_percent_band_per_row(report, monkeypatch, tmp_path):
+    from analysis.cells import mean_curve
+
+    curves = pd.DataFrame(
+        {"run_id": ["a", "b", "c"] * 2, "metric": "eval/success_rate", "step": [0] * 3 + [5] * 3,
+         "value": [0.1, 0.2, 0.3, 0.5, 0.5, 0.5]}
+    )
+    cell = CellResult(CellKey((), "household", "tiny"), ("a", "b", "c"), (0, 1, 2), np.array([0.5] * 3), None)
+    curve = mean_curve(cell, curves)
+    half = 4.302652729911275 * 0.1 / np.sqrt(3)  # t(0.975, 2) x std / sqrt(n)
+    assert curve["low"].tolist() == pytest.approx([0.2 - half, 0.5])
+    assert curve["high"].tolist() == pytest.approx([0.2 + half, 0.5])

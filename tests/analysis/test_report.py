@@ -86,3 +86,25 @@ def test_a_new_report_leaves_nothing_from_an_earlier_one(store, tmp_path):
     assert not (tmp_path / "figures" / "fig2ab_learning_curves.png").exists()
     assert r"\input{tables/table1_main.tex}" not in (tmp_path / "report.tex").read_text()
     assert (tmp_path / "notes.txt").read_text() == "mine"  # only the report's own files are replaced
+
+
+def test_a_single_block_report_is_complete_on_its_own(run_report):
+    made = run_report("detector", "--no-pdf")
+    assert made.status == 0
+    tex = (made.out / "report.tex").read_text()
+    for table in ("table2_ablations", "table7_diagnostics", "claims"):
+        assert rf"\input{{tables/{table}.tex}}" in tex, table
+    for stem in ("learning_curves_detector", "seeds_detector", "criticality_detector", "fig3_gate_law"):
+        assert rf"\includegraphics{{figures/{stem}.pdf}}" in tex, stem
+    assert r"\section*{Left out}" in tex and "Every table and figure of the requested blocks is shown." in tex
+    claims = (made.out / "claims.md").read_text()
+    assert "The mean lambda equals lambda0" in claims  # the gate is checked on GACA's row of the block
+
+
+def test_the_pdf_lists_what_it_left_out_and_why(run_report):
+    made = run_report("main", "--env", "shop", "--no-pdf")  # shop GACA logged no criticality histogram
+    assert made.status == 0
+    left_out = (made.out / "report.tex").read_text().split(r"\section*{Left out}")[1].split(r"\section*")[0]
+    assert r"\item main: criticality: skipped, no GACA run of the main block has diag/criticality\_hist.csv" in left_out
+    assert "main: criticality: skipped" in made.stdout
+    assert not (made.out / "figures" / "criticality_main.pdf").exists()

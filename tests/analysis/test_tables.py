@@ -17,7 +17,7 @@ def rows(tex: str) -> list[list[str]]:
     """The data rows of a booktabs table: cells split on '&', without the trailing '\\\\'."""
     body = tex.split(r"\midrule", 1)[1].split(r"\bottomrule")[0]
     return [
-        [cell.strip() for cell in line.rstrip("\\ ").split(" & ")]
+        [cell.strip() for cell in re.split(r"(?<!\\)&", line.strip().removesuffix("\\\\"))]
         for line in body.splitlines()
         if " & " in line and not line.startswith(r"\multicolumn")
     ]
@@ -33,29 +33,67 @@ def mean_std(cell: str) -> tuple[str, str]:
     return found.group(1), found.group(2)
 
 
-def test_table1_has_the_known_means_and_stds(report, known):
-    table = rows((report.out / "tables" / "table1_main.tex").read_text())
-    by_env = {row[0]: row for row in table}
-    assert set(by_env) == {"household", "shop"}
-    for env, row in by_env.items():
-        assert row[1] == "tiny"
-        for column, method in enumerate(("grpo", "gigpo", "gaca"), start=2):
-            assert mean_std(row[column]) == expected(known["main"][(method, env)]), (env, method)
-
-
-def test_table1_bolds_the_best_of_each_row_and_gives_the_gain(report, known):
+def table1(report) -> dict[tuple[str, str], list[str]]:
+    """Table 1's rows by (environment, measure): each setting has a ``final`` and an ``AUC`` row."""
+    found, env = {}, None
     for row in rows((report.out / "tables" / "table1_main.tex").read_text()):
-        assert [r"\mathbf" in cell for cell in row[2:5]] == [False, False, True]
-        gain = np.mean(known["main"][("gaca", row[0])]) - np.mean(known["main"][("gigpo", row[0])])
-        assert row[5] == f"${100 * gain:+.2f}$"
-        low, high = map(float, re.findall(r"[-+]\d+\.\d+", row[6]))
+        env = row[0] or env
+        found[(env, row[2])] = row
+    return found
+
+
+def test_table1_has_the_known_means_and_stds(report, known):
+    table = table1(report)
+    assert set(table) == {(env, measure) for env in ("household", "shop") for measure in ("final", "AUC")}
+    for env in ("household", "shop"):
+        assert table[(env, "final")][1] == "tiny"
+        for column, method in enumerate(("grpo", "gigpo", "gaca"), start=3):
+            assert mean_std(table[(env, "final")][column]) == expected(known["main"][(method, env)]), (env, method)
+
+
+def test_table1_gives_the_area_under_the_curve(report, known):
+    # The synthetic curve is final x (0.3, 0.65, 1.0) at iterations 0, 5, 10: its mean is 0.65 x final.
+    row = table1(report)[("household", "AUC")]
+    assert mean_std(row[5]) == expected([0.65 * value for value in known["main"][("gaca", "household")]])
+
+
+def test_table1_bolds_the_best_of_each_row_and_gives_the_paired_gain(report, known):
+    for (env, measure), row in table1(report).items():
+        assert [r"\mathbf" in cell for cell in row[3:6]] == [False, False, True]
+        if measure != "final":
+            continue
+        gain = np.mean(known["main"][("gaca", env)]) - np.mean(known["main"][("gigpo", env)])
+        low, high = map(float, re.findall(r"[-+]\d+\.\d+", row[7]))
         assert low < 100 * gain < high
+        if env == "household":
+            assert row[6] == f"${100 * gain:+.2f}$"  # paired by seed and task: no mark
+            assert row[8] == "1.00 ($p = 0.05$)"
+    tex = (report.out / "tables" / "table1_main.tex").read_text()
+    assert "not the probability that GACA is better" in tex
 
 
-def test_a_partial_cell_shows_its_seed_count(report):
-    shop = [row for row in rows((report.out / "tables" / "table1_main.tex").read_text()) if row[0] == "shop"][0]
-    assert shop[3].endswith("^{n=2}$")  # GiGPO: seed 2 has no final metric
-    assert not any("n=" in cell for cell in (shop[2], shop[4]))
+def test_a_partial_cell_shows_its_seed_count_and_pairs_on_the_shared_seeds(report, known):
+    shop = table1(report)[("shop", "final")]
+    assert shop[4].endswith("^{n=2}$")  # GiGPO: seed 2 has no final metric
+    assert not any("n=" in cell for cell in (shop[3], shop[5]))
+    gaca, gigpo = known["main"][("gaca", "shop")], known["main"][("gigpo", "shop")]
+    assert shop[6] == f"${100 * np.mean(np.subtract(gaca[:2], gigpo)):+.2f}$"  # seeds 0 and 1
+
+
+def test_a_power_line_follows_each_table(report):
+    for name in ("table1_main", "table2_ablations"):
+        tex = (report.out / "tables" / f"{name}.tex").read_text()
+        after = tex.split(r"\end{tabular}")[1]
+        assert "Power (80\\%, two-sided alpha 0.05" in after, name
+        assert re.search(r"3 points needs \d+(-\d+)? seeds, 5 points needs \d+(-\d+)? seeds", after), name
+    ablations = (report.out / "tables" / "table2_ablations.tex").read_text().split(r"\end{tabular}")[1]
+    assert re.findall(r"\n(\w+), against GACA", ablations.replace(r"\_", "_")) == [
+        "detector",
+        "lambda0",
+        "modulation",
+        "alpha_c",
+        "debias",
+    ]
 
 
 def test_table2_has_every_ablation_in_the_papers_layout(report, known):
@@ -75,19 +113,46 @@ def test_table2_marks_partial_shared_and_missing_rows(report):
     assert uniform[1].endswith("^{n=2}$")
     assert table[r"$\lambda_0 = 0.5$$^\dagger$"][1] == uniform[1]  # one shared result
     assert table[r"$\alpha_\lambda = \beta_\lambda = 0$$^\dagger$"][1] == uniform[1]
-    assert table[r"$\lambda_0 = 0.75$"][1:] == ["---", "---", "---"]
-    assert table["entropy (GACA)"][3] == "(ref.)"
+    assert table[r"$\lambda_0 = 0.75$"][1:] == ["---"] * 5
+    assert table["entropy (GACA)"][4] == "(ref.)"
+    assert uniform[4] == "$-6.25$"  # paired with GACA on seeds 0 and 1: 81.25 - 87.50 and 87.50 - 93.75
     assert r"\mathbf" in table["entropy (GACA)"][1]
 
 
-def test_table7_has_the_known_diagnostics(report, known):
-    table = {row[0]: row for row in rows((report.out / "tables" / "table7_diagnostics.tex").read_text())}
-    assert mean_std(table["household"][2]) == (
+def table7(report) -> dict[str, dict[str, list[str]]]:
+    """Table 7's rows by group heading (``Main comparison (household, tiny)``) and row label."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    heading = None
+    tex = (report.out / "tables" / "table7_diagnostics.tex").read_text()
+    for line in tex.split(r"\midrule", 1)[1].split(r"\bottomrule")[0].splitlines():
+        found = re.match(r"\\multicolumn\{\d+\}\{l\}\{\\textit\{(.+)\}\} \\\\", line)
+        if found:
+            heading = found[1]
+        elif " & " in line:
+            row = [cell.strip() for cell in re.split(r"(?<!\\)&", line.strip().removesuffix("\\\\"))]
+            groups.setdefault(heading, {})[row[0]] = row
+    return groups
+
+
+def test_table7_has_the_known_diagnostics_and_the_papers_row(report, known):
+    groups = table7(report)
+    gaca = groups["Main comparison (household, tiny)"]["GACA"]
+    assert mean_std(gaca[1]) == (
         f"{np.mean(known['criticality_std']):.2f}",
         f"{np.std(known['criticality_std'], ddof=1):.2f}",
     )
-    assert mean_std(table["household"][5]) == ("0.20", "0.00")  # clamp fraction 0.002, in percent
-    assert mean_std(table["household"][6]) == ("85.0", "0.0")
+    assert mean_std(gaca[4]) == ("0.20", "0.00")  # clamp fraction 0.002, in percent
+    assert mean_std(gaca[5]) == ("85.0", "0.0")
+    assert groups["Main comparison (shop, tiny)"]["GACA"][1].startswith("$0.30")
+    assert rows((report.out / "tables" / "table7_diagnostics.tex").read_text())[-1] == [
+        "Paper (ALFWorld / WebShop)", "0.31 / 0.27", "---", "0.08 / 0.07", "$<1$", "86 / 79"
+    ]
+
+
+def test_table7_shows_every_gaca_row_of_each_block(report):
+    detector = table7(report)["Criticality detector (household, tiny)"]
+    assert list(detector) == ["random (permuted entropy)", r"uniform ($c \equiv 1$)", "entropy (GACA)"]
+    assert detector[r"uniform ($c \equiv 1$)"][1].endswith("^{n=2}$")
 
 
 def test_cells_csv_agrees_with_the_tables(report, known):
@@ -96,3 +161,6 @@ def test_cells_csv_agrees_with_the_tables(report, known):
     assert random["mean"] == pytest.approx(np.mean(known["ablations"]["random"][1]))
     assert random["n_seeds"] == 3 and random["task_level_interval"]
     assert random["ci_low"] <= random["mean"] <= random["ci_high"]
+    assert random["auc_mean"] == pytest.approx(0.65 * np.mean(known["ablations"]["random"][1]))
+    uniform = cells.loc[(cells["block"] == "detector") & (cells["variant"] == "uniform")].iloc[0]
+    assert (uniform["n_seeds"], uniform["expected_seeds"], str(uniform["missing_seeds"])) == (2, 3, "2")
