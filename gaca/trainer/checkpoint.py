@@ -1,22 +1,31 @@
-"""Atomic checkpoints: a new folder per checkpoint, published by renaming one small pointer file.
+"""Verified, atomic checkpoints: a new folder per checkpoint, its manifest of sizes and SHA-256
+checksums written last, published by renaming one small pointer file.
 
-A crash while writing leaves at most an unpublished ``*.partial`` folder, never a corrupt
-checkpoint: readers only follow ``LATEST``, which ``os.replace`` swaps atomically.
+A crash while writing leaves at most an unpublished ``*.partial`` folder. A checkpoint damaged
+afterwards (a truncated file, a full disk, a bad copy) fails its manifest: it is reported with its
+path and the previous checkpoint, kept for that, is loaded instead.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from gaca.policy.model import Policy
 
 LATEST = "LATEST"
+MANIFEST = "manifest.json"
+"""``{relative path: {"size": bytes, "sha256": hex}}`` of every other file of the checkpoint."""
+KEEP = 2
+"""Checkpoints kept: the newest, and the one to fall back on when the newest is damaged."""
 
 
 @dataclass
@@ -26,33 +35,103 @@ class Checkpoint:
     policy: Policy
     state: dict[str, Any]
     """optimizer state, MLflow run id, accumulated diagnostics, RNG states."""
+    folder: Path
+    """Where it was loaded from (absolute)."""
+
+
+class CorruptCheckpoint(RuntimeError):
+    """A checkpoint folder whose files do not match its manifest, or that does not load."""
 
 
 def save_checkpoint(directory: Path, iteration: int, policy: Policy, state: dict[str, Any]) -> Path:
-    """Write ``directory/iter-NNNNN`` and point ``LATEST`` at it; older checkpoints are removed."""
+    """Write ``directory/iter-NNNNN`` with its manifest and point ``LATEST`` at it; only the newest
+    ``KEEP`` checkpoints stay."""
     directory.mkdir(parents=True, exist_ok=True)
     name = f"iter-{iteration:05d}"
     partial = directory / f"{name}.partial"
     shutil.rmtree(partial, ignore_errors=True)
     policy.save(partial / "policy")
     torch.save({"iteration": iteration, **state}, partial / "state.pt")
+    (partial / MANIFEST).write_text(json.dumps(manifest(partial), indent=1, sort_keys=True))
     final = directory / name
     shutil.rmtree(final, ignore_errors=True)
     os.rename(partial, final)
     pointer = directory / f"{LATEST}.tmp"
     pointer.write_text(name)
     os.replace(pointer, directory / LATEST)
-    for old in directory.iterdir():
-        if old.is_dir() and old.name != name and old.name.startswith("iter-"):
-            shutil.rmtree(old, ignore_errors=True)
+    for old in checkpoint_folders(directory)[KEEP:]:
+        shutil.rmtree(old, ignore_errors=True)
     return final
 
 
-def load_checkpoint(directory: Path, device: str | None = None) -> Checkpoint | None:
-    """The checkpoint ``LATEST`` points to, or None when there is none."""
+def manifest(folder: Path) -> dict[str, dict[str, Any]]:
+    """Size and SHA-256 of every file under ``folder`` but the manifest itself."""
+    entries = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST):
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        entries[path.relative_to(folder).as_posix()] = {"size": path.stat().st_size, "sha256": digest.hexdigest()}
+    return entries
+
+
+def verify(folder: Path) -> None:
+    """Raise ``CorruptCheckpoint`` naming the first file of ``folder`` that its manifest does not vouch for."""
+    try:
+        expected = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError) as error:
+        raise CorruptCheckpoint(f"no readable {MANIFEST} ({error})") from None
+    found = manifest(folder)
+    for path, entry in expected.items():
+        if path not in found:
+            raise CorruptCheckpoint(f"{path} is missing")
+        if found[path]["size"] != entry["size"]:
+            raise CorruptCheckpoint(f"{path} has {found[path]['size']} bytes, the manifest says {entry['size']}")
+        if found[path]["sha256"] != entry["sha256"]:
+            raise CorruptCheckpoint(f"{path} does not match its SHA-256 checksum")
+
+
+def checkpoint_folders(directory: Path) -> list[Path]:
+    """The published checkpoint folders of ``directory``, newest (``LATEST``) first."""
+    if not directory.is_dir():
+        return []
+    folders = sorted((p for p in directory.glob("iter-*") if p.is_dir() and not p.name.endswith(".partial")), reverse=True)
     pointer = directory / LATEST
-    if not pointer.is_file():
-        return None
-    folder = directory / pointer.read_text().strip()
-    state = torch.load(folder / "state.pt", weights_only=False)
-    return Checkpoint(state.pop("iteration"), Policy.load(folder / "policy", device=device), state)
+    latest = directory / pointer.read_text().strip() if pointer.is_file() else None
+    if latest in folders:
+        folders.remove(latest)
+        folders.insert(0, latest)
+    return folders
+
+
+def load_checkpoint(
+    directory: Path, device: str | None = None, report: Callable[[str], None] | None = None
+) -> Checkpoint | None:
+    """The newest intact checkpoint of ``directory``, or None when there is none.
+
+    Each damaged one is reported (``report``, default: a line on stderr) with its path and why,
+    and the next older one is tried; when none is intact, a line says the run starts over.
+    """
+    report = report or (lambda line: print(line, file=sys.stderr, flush=True))
+    folders = checkpoint_folders(directory)
+    for folder in folders:
+        try:
+            return _load(folder, device)
+        except CorruptCheckpoint as error:
+            report(f"gaca train: checkpoint {folder.resolve()} is damaged ({error}); trying an older one")
+    if folders:
+        report(f"gaca train: no intact checkpoint in {directory.resolve()}; the run starts over from iteration 0")
+    return None
+
+
+def _load(folder: Path, device: str | None) -> Checkpoint:
+    if (folder / MANIFEST).is_file():
+        verify(folder)
+    # Checkpoints written before manifests existed are only checked by loading them.
+    try:
+        state = torch.load(folder / "state.pt", weights_only=False)
+        policy = Policy.load(folder / "policy", device=device)
+    except Exception as error:  # torch, safetensors and tokenizers each raise their own kind
+        raise CorruptCheckpoint(f"it does not load: {type(error).__name__}: {str(error)[:200]}") from None
+    return Checkpoint(state.pop("iteration"), policy, state, folder.resolve())

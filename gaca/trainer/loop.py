@@ -139,6 +139,8 @@ def _train(
     checkpoint = load_checkpoint(checkpoint_dir) if run.resume else None
     if existing is None or checkpoint is None or checkpoint.state.get("run_id") != existing.run_id:
         checkpoint = None  # a checkpoint of a run MLflow does not know (or no run) starts over
+    else:
+        print(f"gaca train: resumed run {key} from iteration {checkpoint.iteration} ({checkpoint.folder})", file=sys.stderr)
     initial = initial_policy(run, family, output / "bc-cache")
     policy = checkpoint.policy if checkpoint else initial
     reference = None
