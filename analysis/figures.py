@@ -138,44 +138,44 @@ def learning_curves(
 
 
 def seed_points(plan: Plan, block: Block, cells: Mapping[CellKey, CellResult], folder: Path, stem: str) -> list[Path]:
-    """Every seed's score beside each row's mean and 95% bootstrap interval: final success (left)
-    and the area under the evaluation curve (right), one row of panels per setting."""
+    """Every seed's score beside each row's mean and 95% bootstrap interval: final success and the
+    area under the evaluation curve side by side for each setting, two settings to a row."""
     settings = _block_settings(plan, block, cells)
     if not settings:
         return []
     colors = variant_colors(block)
     width = max(PANEL_SIZE[0], 0.55 * len(block.variants) + 1.2)
+    per_row = min(2, len(settings))
+    rows = math.ceil(len(settings) / per_row)
     with matplotlib.rc_context(STYLE):
-        figure = Figure(figsize=(2 * width, PANEL_SIZE[1] * len(settings) + 0.4), layout="constrained")
-        axes = figure.subplots(len(settings), 2, squeeze=False)
-        for row, (env, scale) in enumerate(settings):
-            for column, (measure, title) in enumerate((("final", "final success"), ("auc", "area under the curve"))):
-                axis = axes[row][column]
-                for x, variant in enumerate(block.variants):
-                    cell = cells[plan.cell(variant, env, scale)]
-                    values = 100 * cell.values(measure)
-                    if cell.n == 0 or np.isnan(values).any():
-                        axis.text(x, 2, "no runs", ha="center", va="bottom", fontsize=6, rotation=90)
-                        continue
-                    color = colors[variant.name]
-                    offsets = np.linspace(-0.12, 0.12, cell.n) if cell.n > 1 else np.zeros(1)
-                    axis.scatter(x + 0.18 + offsets, values, s=12, color=color, alpha=0.7, lw=0)
-                    low, high = cell.interval(measure)
-                    mean = values.mean()
-                    if not math.isnan(low):
-                        axis.errorbar(
-                            [x - 0.12], [mean], yerr=[[mean - 100 * low], [100 * high - mean]], color=color, capsize=3
-                        )
-                    axis.plot([x - 0.12], [mean], marker="D", ms=5, color=color)
-                    if not cell.complete:
-                        axis.annotate(f"n={cell.n}", (x, 100), ha="center", va="top", fontsize=6)
-                axis.set_xticks(range(len(block.variants)), [v.name for v in block.variants], rotation=30, ha="right")
-                axis.set_xlim(-0.6, len(block.variants) - 0.4)
-                axis.set_ylim(0, 102)
-                axis.grid(axis="x", visible=False)
-                axis.set_title(f"{title}, {env}/{scale}")
-                if column == 0:
-                    axis.set_ylabel("success (%)")
+        figure = Figure(figsize=(2 * per_row * width, PANEL_SIZE[1] * rows + 0.4), layout="constrained")
+        axes = figure.subplots(rows, 2 * per_row, squeeze=False)
+        for axis in axes.flat[2 * len(settings) :]:
+            axis.set_visible(False)
+        panels = [(env, scale, measure) for env, scale in settings for measure in ("final", "auc")]
+        for axis, (env, scale, measure) in zip(axes.flat, panels):
+            for x, variant in enumerate(block.variants):
+                cell = cells[plan.cell(variant, env, scale)]
+                values = 100 * cell.values(measure)
+                if cell.n == 0 or np.isnan(values).any():
+                    axis.text(x, 2, "no runs", ha="center", va="bottom", fontsize=6, rotation=90)
+                    continue
+                color = colors[variant.name]
+                offsets = np.linspace(-0.12, 0.12, cell.n) if cell.n > 1 else np.zeros(1)
+                axis.scatter(x + 0.18 + offsets, values, s=12, color=color, alpha=0.7, lw=0)
+                low, high = cell.interval(measure)
+                mean = values.mean()
+                if not math.isnan(low):
+                    axis.errorbar([x - 0.12], [mean], yerr=[[mean - 100 * low], [100 * high - mean]], color=color, capsize=3)
+                axis.plot([x - 0.12], [mean], marker="D", ms=5, color=color)
+                if not cell.complete:
+                    axis.annotate(f"n={cell.n}", (x, 100), ha="center", va="top", fontsize=6)
+            axis.set_xticks(range(len(block.variants)), [v.name for v in block.variants], rotation=30, ha="right")
+            axis.set_xlim(-0.6, len(block.variants) - 0.4)
+            axis.set_ylim(0, 102)
+            axis.grid(axis="x", visible=False)
+            axis.set_title(f"{'final success' if measure == 'final' else 'area under the curve'}, {env}/{scale}")
+            axis.set_ylabel("success (%)")
         return save(figure, folder, stem)
 
 
@@ -267,12 +267,12 @@ def criticality_distribution(
                 lines.append((variant, env, scale, rows))
     if not lines:
         return []
-    settings = len({(env, scale) for _, env, scale, _ in lines})
+    settings = list(dict.fromkeys((env, scale) for _, env, scale, _ in lines))
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=(PANEL_SIZE[0] * 1.6, PANEL_SIZE[1] + 0.18 * len(lines) + 0.3), layout="constrained")
         axis = figure.subplots()
         overflow_at = None
-        for index, (variant, env, scale, rows) in enumerate(lines):
+        for variant, env, scale, rows in lines:
             summed = rows.groupby(["bin_left", "bin_right"], as_index=False)["count"].sum().sort_values("bin_left")
             left = summed["bin_left"].to_numpy(dtype=float)
             right = summed["bin_right"].to_numpy(dtype=float, copy=True)
@@ -286,9 +286,9 @@ def criticality_distribution(
             centres = (left + right) / 2
             mean = np.average(centres, weights=counts)
             spread = math.sqrt(np.average((centres - mean) ** 2, weights=counts))
-            where = f", {env}/{scale}" if settings > 1 else ""
+            where = f", {env}/{scale}" if len(settings) > 1 else ""
             label = f"{variant.label}{where}: std {spread:.2f} ({rows['run_id'].nunique()} runs)"
-            style = ("-", "--", "-.", ":")[index // len(VARIANT_COLORS) % 4]
+            style = ("-", "--", "-.", ":")[settings.index((env, scale)) % 4]  # colour: the row; style: the setting
             color = colors[variant.name]
             axis.stairs(density[~overflow], np.append(left[~overflow], right[~overflow][-1]), lw=1.2, ls=style, color=color, label=label)
             if overflow.any():
