@@ -5,7 +5,7 @@ alfworld (ALFWorld's games on its real engine, with the `alfworld` extra).
 ``VectorEnv`` steps many episodes at once.
 """
 
-from gaca.envs import alfworld, household, shop  # noqa: F401  (registers the families)
+from gaca.envs import alfworld, errand, household, shop  # noqa: F401  (registers the families)
 from gaca.envs.base import Env, EnvFamily, Observation, StepResult
 from gaca.envs.config import EnvConfig
 from gaca.envs.families import FAMILIES, make_family

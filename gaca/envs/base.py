@@ -28,6 +28,10 @@ class Observation:
     """The task instruction, constant over an episode."""
     admissible: tuple[str, ...]
     """The commands that are valid now, in a deterministic order; shared, so never mutate it."""
+    commands: tuple[str, ...] | None = None
+    """Well-formed commands an agent may write now: the admissible ones plus invalid ones (which cost the
+    invalid penalty and change nothing), in a deterministic order; constrained decoding chooses among
+    them. None: the admissible commands only."""
 
 
 @dataclass(slots=True)

@@ -27,14 +27,16 @@ from gaca.trainer.config import RunConfig
 from gaca.trainer.ppo import pad_rows, ppo_update
 from gaca.trainer.progress import Progress
 from gaca.trainer.result import TrainResult
-from gaca.trainer.rollout import Rollouts, collect_rollouts
+from gaca.trainer.rollout import Rollouts, StepRows, collect_rollouts
+from gaca.trainer.signal import batch_signal
 from gaca.tracking.identity import run_key
 from gaca.tracking.run import RunLogger, find_run, flatten
 from gaca.tracking.tags import run_name, run_tags
 from gaca.tracking.store import prepare_store, resolve_tracking_uri
 
-CRITICALITY_BINS = np.linspace(0.0, 4.0, 41)
-"""Fixed bins of the criticality histogram artifact (diag/criticality_hist.csv)."""
+CRITICALITY_BINS = np.append(np.linspace(0.0, 4.0, 41), np.inf)
+"""Fixed bins of the criticality histogram artifact (diag/criticality_hist.csv): 40 bins of 0.1 over
+[0, 4), then one overflow bin [4, inf) so that every step is counted."""
 
 PURPOSE_TASKS, PURPOSE_ROLLOUT, PURPOSE_UPDATE, PURPOSE_EVAL = 1, 2, 3, 4
 
@@ -65,11 +67,13 @@ def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy
 
 
 def evaluate(policy: Policy, family: EnvFamily, run: RunConfig, iteration: int) -> Rollouts:
-    """One episode per held-out task at the evaluation temperature (the same tasks for every run)."""
+    """``eval_episodes_per_task`` episodes per held-out task at the evaluation temperature (the same
+    tasks and generator seed for every run of a seed, so that runs pair task by task)."""
     tasks = list(family.eval_task_ids)[: run.trainer.num_eval_tasks or None]
     generator = policy.generator(seed_for(run.seed, iteration, PURPOSE_EVAL))
     return collect_rollouts(
-        policy, family, tasks, 1, run.trainer.eval_temperature, generator, transcripts=run.trainer.transcripts
+        policy, family, tasks, run.trainer.eval_episodes_per_task, run.trainer.eval_temperature, generator,
+        transcripts=run.trainer.transcripts,
     )
 
 
@@ -84,9 +88,11 @@ def eval_metrics(rollouts: Rollouts) -> dict[str, float]:
 
 def outcomes_csv(rollouts: Rollouts, iteration: int) -> str:
     out = io.StringIO()
-    out.write("iteration,task_id,success,return,length\n")
+    out.write("iteration,task_id,episode,success,return,length\n")
+    seen: dict[int, int] = {}
     for e in rollouts.episodes:
-        out.write(f"{iteration},{e.task_id},{int(e.won)},{e.total_return:.6g},{e.length}\n")
+        episode = seen[e.task_id] = seen.get(e.task_id, -1) + 1
+        out.write(f"{iteration},{e.task_id},{episode},{int(e.won)},{e.total_return:.6g},{e.length}\n")
     return out.getvalue()
 
 
@@ -99,6 +105,16 @@ def log_evaluation(logger: RunLogger, rollouts: Rollouts, iteration: int) -> Non
     text = transcripts_text(rollouts)
     if text:
         logger.log_text(text, f"transcripts/eval_{iteration:05d}.txt")
+
+
+def sampled_token_mask(rows: StepRows, width: int) -> torch.Tensor:
+    """[N, width] 1 for the response tokens the policy actually sampled from its distribution, 0 for
+    padding and for tokens that constrained decoding forced (a single allowed continuation, log-prob
+    0): H_t of Eq. 4 is the mean NLL of the sampled tokens only, so that it does not shrink with the
+    length of an action's forced tail."""
+    if rows.allowed is None:
+        return pad_rows([[1.0] * len(r) for r in rows.logprobs], width)
+    return pad_rows([[float(len(options) > 1) for options in row] for row in rows.allowed], width)
 
 
 class Interrupted(RuntimeError):
@@ -152,7 +168,8 @@ def _train(
     histogram = np.zeros(len(CRITICALITY_BINS) - 1)
     if checkpoint:
         optimizer.load_state_dict(checkpoint.state["optimizer"])
-        histogram = checkpoint.state["criticality_hist"]
+        histogram = np.resize(checkpoint.state["criticality_hist"], len(CRITICALITY_BINS) - 1)  # older: no overflow bin
+        histogram[len(checkpoint.state["criticality_hist"]) :] = 0
         start = checkpoint.iteration
 
     logger = RunLogger.open(
@@ -183,10 +200,10 @@ def _train(
             rows = rollouts.rows
             estimator_began = time.perf_counter()
             old = pad_rows(rows.logprobs, max(len(r) for r in rows.logprobs))
-            mask = (pad_rows([[1.0] * len(r) for r in rows.logprobs], old.shape[1]))
             advantage = compute_advantages(
                 group=rows.group, traj=rows.traj, step=rows.step, reward=rows.reward,
-                anchor=rows.anchor, nll=mean_token_nll(old, mask), config=run.algorithm,
+                anchor=rows.anchor, nll=mean_token_nll(old, sampled_token_mask(rows, old.shape[1])),
+                config=run.algorithm.reseeded(run.seed, iteration),
                 invalid=rows.invalid, invalid_penalty=run.env.invalid_penalty,
             )
             estimator_seconds = time.perf_counter() - estimator_began
@@ -214,6 +231,7 @@ def _train(
                 "loss/grad_norm": stats.grad_norm,
                 "train/lr": optimizer.param_groups[0]["lr"],
                 **{f"diag/{k}": v for k, v in advantage.diagnostics.items()},
+                **batch_signal(rollouts, advantage, family.horizon),
                 "perf/iteration_s": elapsed,
                 "perf/env_s": rollouts.env_seconds,
                 "perf/generation_s": rollouts.generation_seconds,

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import torch
 
-from gaca.envs import EnvFamily, VectorEnv
+from gaca.envs import EnvFamily, Observation, VectorEnv
 from gaca.policy.generation import generate
 from gaca.policy.model import Policy
 from gaca.policy.prompt import observation_prompt
@@ -61,6 +61,15 @@ class Rollouts:
         return sum(e.won for e in self.episodes) / len(self.episodes)
 
 
+def decodable(observation: Observation, policy: Policy) -> tuple[str, ...]:
+    """The commands generation is given: for constrained decoding the well-formed ones the environment
+    offers (invalid ones included, so that invalid actions can happen), else the admissible ones (free
+    decoding maps a response that spells one onto its exact string)."""
+    if policy.config.decoding == "constrained" and observation.commands is not None:
+        return observation.commands
+    return observation.admissible
+
+
 def collect_rollouts(
     policy: Policy,
     family: EnvFamily,
@@ -89,7 +98,7 @@ def collect_rollouts(
         live = [k for k, alive in enumerate(envs.alive) if alive]
         prompts = [observation_prompt(observations[k], histories[k], policy.config) for k in live]
         start = time.perf_counter()
-        generation = generate(policy, prompts, [observations[k].admissible for k in live], temperature, generator)
+        generation = generate(policy, prompts, [decodable(observations[k], policy) for k in live], temperature, generator)
         generation_seconds += time.perf_counter() - start
         generated_tokens += sum(len(ids) for ids in generation.response_ids)
         actions: list[str | None] = [None] * len(envs)

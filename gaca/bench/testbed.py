@@ -1,0 +1,112 @@
+"""`gaca bench testbed [overrides]`: the credit-assignment properties of each testbed (docs/testbed.md),
+at the behaviour-cloned start and after training.
+
+Each testbed trains one run (its own temporary folder and SQLite store; nothing is left in the
+project) and the table reads the run's logged metrics: "start" is iteration 1, whose batch the
+behaviour clone collected before any update; "trained" is the mean of the last three iterations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+
+from mlflow.tracking import MlflowClient
+
+from gaca.trainer.signal import C_LENGTH_CORR, LENGTH_FRAC, MIXED_GROUP_FRAC, STEP_EPISODE_CORR, ZERO_ADVANTAGE_FRAC
+
+TESTBEDS: dict[str, list[str]] = {
+    "household-constrained": [
+        "env=household",
+        "model.decoding=constrained",
+        "model.show_admissible=false",
+        "model.max_prompt_tokens=64",
+        "model.history_length=1",
+        "trainer.tasks_per_iteration=12",
+        "trainer.bc.steps=250",
+    ],
+    "household-free": ["env=household"],
+    "errand": [],
+}
+"""Testbed name -> overrides on the composed defaults. household-constrained is the earlier CPU default
+(constrained decoding, horizon 20); errand is the ablation default."""
+
+PROPERTIES = (
+    ("success rate", "train/success_rate"),
+    ("invalid-action rate", "train/invalid_action_rate"),
+    ("episode length / horizon", LENGTH_FRAC),
+    ("rows with A = 0", ZERO_ADVANTAGE_FRAC),
+    ("groups with mixed outcomes", MIXED_GROUP_FRAC),
+    ("non-singleton anchor rows", "diag/nonsingleton_frac"),
+    ("corr(A^S, A^E)", STEP_EPISODE_CORR),
+    ("criticality spread (std c)", "diag/criticality_std"),
+    ("lambda mean", "diag/lambda_mean"),
+    ("lambda std", "diag/lambda_std"),
+    ("clamped lambda", "diag/clamp_frac"),
+    ("corr(c, response length)", C_LENGTH_CORR),
+)
+"""(row label, logged metric) of the table, in order."""
+
+LAST = 3
+"""Iterations averaged for the "trained" column."""
+
+
+def measure(name: str, overrides: list[str]) -> dict[str, tuple[float | None, float | None]]:
+    """Train one run of testbed ``name``; metric -> (start value, trained value)."""
+    from hydra import compose, initialize_config_dir
+
+    from gaca.trainer.entry import CONF_DIR, validate
+    from gaca.trainer.loop import train
+
+    with tempfile.TemporaryDirectory() as folder:
+        previous = os.getcwd()
+        os.chdir(folder)
+        try:
+            with initialize_config_dir(str(CONF_DIR), version_base=None):
+                cfg = compose("train", overrides=[*TESTBEDS[name], *overrides])
+            run, resolved = validate(cfg)
+            uri = f"sqlite:///{folder}/mlflow.db"
+            resolved["tracking"]["uri"] = uri
+            run = type(run).from_dict(resolved)
+            print(f"testbed {name}: training {run.trainer.iterations} iterations ...", flush=True)
+            result = train(run, resolved, quiet=True)
+            client = MlflowClient(uri)
+            values = {}
+            for _, key in PROPERTIES:
+                history = sorted(client.get_metric_history(result.run_id, key), key=lambda m: m.step)
+                if not history:
+                    values[key] = (None, None)
+                    continue
+                first = history[0].value if history[0].step == 1 else None
+                values[key] = (first, statistics.fmean(m.value for m in history[-LAST:]))
+        finally:
+            os.chdir(previous)
+    return values
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gaca bench testbed", description=__doc__)
+    parser.add_argument("--testbeds", default=",".join(TESTBEDS), help=f"comma-separated, from {list(TESTBEDS)}")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides applied to every testbed (e.g. seed=1)")
+    args = parser.parse_args(argv)
+    names = args.testbeds.split(",")
+    unknown = [n for n in names if n not in TESTBEDS]
+    if unknown:
+        parser.error(f"--testbeds: unknown {unknown}; known: {list(TESTBEDS)}")
+    measured = {name: measure(name, args.overrides) for name in names}
+
+    def cell(value: float | None) -> str:
+        return f"{value:>9.3f}" if value is not None else f"{'-':>9}"
+
+    print(f"start = iteration 1 (the behaviour clone's batch), trained = mean of the last {LAST} iterations")
+    print(f"{'property':<28}" + "".join(f" {name[:19]:>19}" for name in names))
+    print(f"{'':<28}" + "".join(f" {'start':>9} {'trained':>9}" for _ in names))
+    for label, key in PROPERTIES:
+        print(f"{label:<28}" + "".join(f" {cell(measured[n][key][0])} {cell(measured[n][key][1])}" for n in names))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,37 @@
+"""The errand family's knobs and presets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gaca.envs.knobs import check_int
+
+
+@dataclass(frozen=True)
+class ErrandKnobs:
+    """How many objects the pivotal choice is among, how long the walk is and how many dead ends it has."""
+
+    num_choices: int = 3
+    """Objects on the start receptacle; exactly one has the type the task asks for."""
+    route_length: int = 12
+    """Receptacles walked through between the start and the goal (the routine part of the episode)."""
+    num_side: int = 1
+    """Dead-end receptacles seen at every stop of the route (a detour costs two steps)."""
+    show_held: int = 0
+    """1: every arrival text says what the agent carries (anchors of the walk split by the early choice);
+    0: as ALFWorld, only "inventory" tells."""
+
+    def validate(self) -> None:
+        check_int("num_choices", self.num_choices, 2, 8)
+        check_int("route_length", self.route_length, 1, 60)
+        check_int("num_side", self.num_side, 0, 4)
+        check_int("show_held", self.show_held, 0, 1)
+
+
+PRESETS = {
+    "easy": ErrandKnobs(num_choices=3, route_length=6, num_side=1, show_held=0),
+    "long": ErrandKnobs(num_choices=3, route_length=12, num_side=1, show_held=0),
+    "paper": ErrandKnobs(num_choices=4, route_length=24, num_side=2, show_held=0),
+}
+"""easy: short walks; long: the ablation default (optimal episode 14 steps of a 40-step horizon);
+paper: ALFWorld-length episodes (optimal 26 steps of 50)."""

@@ -1,0 +1,83 @@
+"""Procedural generation of one errand: objects to choose from, a route of receptacles, a goal."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from gaca.envs.errand.knobs import ErrandKnobs
+from gaca.envs.household.lexicon import FILL_TYPES, GOAL_TYPES, OBJECT_TYPES, RECEPTACLE_TYPES
+
+MAX_NUMBER = 9
+"""Receptacles of one type are numbered 1..MAX_NUMBER."""
+
+
+def name(kind: str, number: int) -> str:
+    """ALFWorld's naming: "cabinet 3"."""
+    return f"{kind} {number}"
+
+
+@dataclass(frozen=True)
+class ErrandTask:
+    """What the agent must fetch, what it chooses among, and the receptacles it walks through."""
+
+    instruction: str
+    """e.g. "your task is to : put a mug in cabinet ." """
+    target_type: str
+    objects: tuple[str, ...]
+    """The objects on the start receptacle, sorted by name; one of them has ``target_type``."""
+    start: str
+    """The receptacle the episode starts at (holding ``objects``)."""
+    route: tuple[str, ...]
+    """The receptacles between the start and the goal, in walking order."""
+    sides: tuple[tuple[str, ...], ...]
+    """Dead ends seen at each stop of the route (len(route) tuples)."""
+    goal: str
+    """The receptacle the target must be put in/on; the route ends there."""
+
+
+WALK_NAMES: tuple[str, ...] = tuple(
+    name(kind, number) for number in range(2, MAX_NUMBER + 1) for kind in sorted(set(FILL_TYPES))
+)
+"""The house's receptacles that routes run through, numbered from 2 (a task's start and goal are number 1)."""
+
+
+def _house_layout(length: int, num_side: int) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """The route of ``length`` stops and the dead ends at each stop: one fixed house for every task, as
+    in bsuite's umbrella chain, so that the walk is routine (learned once, never read off the screen)
+    and the tasks differ only in what is to be fetched and where it goes."""
+    rng = random.Random(f"errand-house/{length}/{num_side}")
+    names = list(WALK_NAMES)
+    rng.shuffle(names)
+    route = tuple(names[:length])
+    rest = names[length:]
+    sides = tuple(tuple(rest[k * num_side : (k + 1) * num_side]) for k in range(length))
+    return route, sides
+
+
+def generate_task(rng: random.Random, knobs: ErrandKnobs) -> ErrandTask:
+    """Draw the target, the look-alike decoys, the start receptacle and the goal type; the route and its
+    dead ends are the house's (``_house_layout``)."""
+    kinds = rng.sample(OBJECT_TYPES, knobs.num_choices)
+    target = kinds[0]
+    objects = tuple(sorted(name(kind, 1) for kind in kinds))
+    goal_type = rng.choice(GOAL_TYPES)
+    start_type = rng.choice([t for t in sorted(set(FILL_TYPES)) if t != goal_type])
+    route, sides = _house_layout(knobs.route_length, knobs.num_side)
+    where = "in" if goal_type in ("cabinet", "drawer", "garbagecan") else "on"
+    return ErrandTask(
+        instruction=f"your task is to : put a {target} {where} {goal_type} .",
+        target_type=target,
+        objects=objects,
+        start=name(start_type, 1),
+        route=route,
+        sides=sides,
+        goal=name(goal_type, 1),
+    )
+
+
+def vocabulary_names() -> set[str]:
+    """Every receptacle and object name a task can hold."""
+    return {name(kind, n) for kind in RECEPTACLE_TYPES for n in range(1, MAX_NUMBER + 1)} | {
+        name(kind, 1) for kind in OBJECT_TYPES
+    }
