@@ -34,6 +34,7 @@ def main(argv: list[str]) -> int:
     from gaca.orchestration.blocks import load_blocks
     from gaca.orchestration.plan import InvalidRuns, attach_states, plan_runs, recorded_runs, tracking_of
     from gaca.orchestration.session import HydraSession, split_overrides
+    from gaca.tracking.store import StoreUnavailable, check_store
 
     args = parse(argv)
     try:
@@ -48,6 +49,11 @@ def main(argv: list[str]) -> int:
     except (InvalidRuns, ValueError) as error:
         print(f"gaca status: {redact_text(error)}", file=sys.stderr)
         return 2
+    try:
+        check_store(uri, writes=False)
+    except StoreUnavailable as error:
+        print(f"gaca status: {error}", file=sys.stderr)
+        return 1
     recorded = recorded_runs(uri, experiment)
     rows = []
     for name, runs in plans.items():

@@ -87,6 +87,10 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
     except ValueError as error:
         print(f"gaca sweep: {error}", file=sys.stderr)
         return EXIT_INVALID
+    problem = unusable_places(runs, uri, session, dry_run)
+    if problem:
+        print(f"gaca sweep: {problem}; nothing was launched", file=sys.stderr)
+        return EXIT_INVALID
     if not dry_run:
         prepare_store(uri, experiment)  # once, before any job opens the store
     attach_states(runs, recorded_runs(uri, experiment))
@@ -116,6 +120,29 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
         print("nothing to launch")
         return 0
     return dispatch(to_launch, session, name, [run for run in runs if run.state == RUNNING])
+
+
+def unusable_places(runs: list[PlannedRun], uri: str, session: HydraSession, dry_run: bool) -> str | None:
+    """Why the sweep cannot start here, looked at before anything is created, or None: the MLflow
+    store (a server must answer; SQLite must be writable), the runs' output folders, the launcher."""
+    import shutil
+
+    from gaca.tracking.store import StoreUnavailable, check_store, unwritable
+
+    try:
+        check_store(uri, writes=not dry_run)
+    except StoreUnavailable as error:
+        return str(error)
+    if dry_run:
+        return None
+    for folder in sorted({run.config.output_dir for run in runs}):
+        problem = unwritable(Path(folder))
+        if problem:
+            return f"output_dir={folder} cannot be written ({problem}); set output_dir=<a writable folder>"
+    if session.parallel_jobs is None and shutil.which("sbatch") is None:
+        return (f"launcher={session.launcher_name} submits to SLURM, but sbatch is not on PATH here; run on a "
+                "SLURM login node (or drop launcher= to run locally)")
+    return None
 
 
 def verl_jobs(runs: list[PlannedRun], uri: str, session: HydraSession) -> str:

@@ -10,6 +10,10 @@ from typing import Iterator
 from urllib.parse import unquote
 
 DEFAULT_STORE = "mlflow.db"
+CONNECT_TIMEOUT_S = 5.0
+"""How long the up-front look at a tracking server waits (MLflow's own client retries for minutes)."""
+SERVER_PROBES = ("health", "api/2.0/mlflow/experiments/search?max_results=1")
+"""What an MLflow server answers (the second also behind proxies that do not pass /health on)."""
 LOCK_SUFFIX = ".lock"
 """``mlflow.db.lock`` beside an SQLite store: held (flock) while a process creates or migrates it."""
 
@@ -55,6 +59,76 @@ def store_exists(uri: str) -> bool:
     """False for an SQLite store whose file is not there yet (reading must not create it)."""
     path = sqlite_path(uri)
     return path is None or path.exists()
+
+
+class StoreUnavailable(RuntimeError):
+    """The tracking store cannot be used: a server that does not answer, a folder that cannot be written."""
+
+
+def check_store(uri: str, writes: bool = True) -> None:
+    """Look at the store once, before any work: a server must answer within ``CONNECT_TIMEOUT_S``; an
+    SQLite store (or its folder, when it is still to be created) must be writable when ``writes``.
+
+    Raises ``StoreUnavailable`` with one line that names the store (password masked) and what to do.
+    """
+    from gaca.tracking.secrets import redact_uri, split_userinfo
+
+    shown = redact_uri(uri)
+    if uri.startswith(("http://", "https://")):
+        bare = split_userinfo(uri)[0].rstrip("/")
+        answers = [_http_status(f"{bare}/{path}") for path in SERVER_PROBES]
+        silence = next((answer for answer in answers if isinstance(answer, str)), None)
+        if silence is not None:
+            raise StoreUnavailable(
+                f"the MLflow tracking server at {shown} does not answer ({silence}); start it "
+                "(gaca mlflow) or point MLFLOW_TRACKING_URI (or tracking.uri) at a running one"
+            )
+        if not any(status < 300 or status in (401, 403) for status in answers):
+            raise StoreUnavailable(
+                f"{shown} answers, but not as an MLflow tracking server (HTTP {answers} for {list(SERVER_PROBES)}); "
+                "check MLFLOW_TRACKING_URI (or tracking.uri)"
+            )
+        return
+    path = sqlite_path(uri)
+    if path is None or not writes:
+        return
+    problem = unwritable(path)
+    if problem:
+        raise StoreUnavailable(
+            f"the MLflow store {shown} cannot be written ({problem}); run from a writable folder "
+            "or set MLFLOW_TRACKING_URI=sqlite:////a/writable/folder/mlflow.db"
+        )
+
+
+def _http_status(url: str) -> int | str:
+    """The HTTP status of a GET of ``url``, or why nothing answered (within ``CONNECT_TIMEOUT_S``)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=CONNECT_TIMEOUT_S) as answer:
+            return answer.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except TimeoutError:
+        return f"no answer within {CONNECT_TIMEOUT_S:.0f} s"
+    except (OSError, ValueError) as error:
+        return str(getattr(error, "reason", error))
+
+
+def unwritable(path: Path) -> str | None:
+    """Why ``path`` (a file or folder, existing or to be created) cannot be written, or None."""
+    path = path.absolute()
+    folder = path if path.is_dir() else path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is read-only"
+    if path.is_file() and not os.access(path, os.W_OK):
+        return f"{path} is read-only"
+    return None
 
 
 @contextmanager

@@ -249,6 +249,16 @@ class RunConfig:
     """What trains it: the embedded CPU trainer (default) or a verl job on GPUs."""
 
     def __post_init__(self) -> None:
+        if self.trainer.tasks_per_iteration > self.env.num_train_tasks:
+            raise ValueError(
+                f"trainer.tasks_per_iteration={self.trainer.tasks_per_iteration} distinct tasks cannot be drawn from the "
+                f"env's {self.env.num_train_tasks} training tasks (env.num_train_tasks): lower it or raise env.num_train_tasks"
+            )
+        if self.trainer.num_eval_tasks is not None and self.trainer.num_eval_tasks > self.env.num_eval_tasks:
+            raise ValueError(
+                f"trainer.num_eval_tasks={self.trainer.num_eval_tasks} is more than the env's {self.env.num_eval_tasks} "
+                "held-out tasks (env.num_eval_tasks): lower it or raise env.num_eval_tasks"
+            )
         if self.backend.name == "verl":
             _check_verl_run(self)
 
