@@ -8,7 +8,7 @@ from gaca.envs import FAMILIES, EnvConfig, make_family
 @pytest.mark.parametrize(
     "changes, pattern",
     [
-        (dict(name="forest"), r"EnvConfig.name must be one of \['alfworld', 'household', 'shop'\], got 'forest'"),
+        (dict(name="forest"), r"EnvConfig.name must be one of \['alfworld', 'errand', 'household', 'shop'\], got 'forest'"),
         (dict(horizon=0), r"EnvConfig.horizon must be an int in \[1, "),
         (dict(horizon=2.5), r"EnvConfig.horizon must be an int"),
         (dict(num_train_tasks=0), r"EnvConfig.num_train_tasks must be an int in \[1, "),
@@ -46,8 +46,8 @@ def test_from_dict_rejects_unknown_keys():
 
 
 def test_registry_lists_the_families():
-    assert FAMILIES.names() == ["alfworld", "household", "shop"]
-    with pytest.raises(ValueError, match="known: alfworld, household, shop"):
+    assert FAMILIES.names() == ["alfworld", "errand", "household", "shop"]
+    with pytest.raises(ValueError, match="known: alfworld, errand, household, shop"):
         FAMILIES.get("webshop")
 
 

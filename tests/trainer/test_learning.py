@@ -26,6 +26,7 @@ LEARNABLE = [
     "trainer.eval_every=4",
     "trainer.checkpoint_every=0",
     "trainer.threads=1",
+    "env=household",
     "env.knobs.num_receptacles=3",
     "env.knobs.closed_fraction=0.0",
     "env.horizon=12",
