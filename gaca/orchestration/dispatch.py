@@ -68,6 +68,10 @@ class JobPool:
     def job(self, key: Hashable) -> Any:
         return self.running[key][0]
 
+    def logs(self) -> dict[Hashable, Path]:
+        """The stderr log of each running job (where its run prints a line per iteration)."""
+        return {key: Path(job.paths.stderr) for key, (job, _, _) in self.running.items()}
+
     def poll(self) -> list[tuple[Hashable, Outcome]]:
         """Submit what the free slots allow, then collect the jobs that ended."""
         self._submit()

@@ -9,8 +9,10 @@ from typing import Sequence, TextIO
 
 TRACEBACK_LINES = 12
 """Lines of a failed job's traceback shown in a summary (the log has all of it)."""
-HEARTBEAT_S = 60.0
+HEARTBEAT_S = 30.0
 """Without a terminal, a progress line at least this often."""
+TAIL_BYTES = 8192
+"""How much of the end of a job's log is read for its last iteration line."""
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -35,17 +37,22 @@ def error_excerpt(error: str, lines: int = TRACEBACK_LINES) -> str:
 
 
 class Progress:
-    """Counts of a batch of jobs; a line per event, and a tqdm bar when stderr is a terminal."""
+    """A sweep's progress: a line per finished run; iterations done over all runs with an ETA, as a
+    tqdm bar when the stream is a terminal, else as a plain line every ``HEARTBEAT_S``."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, runs: int, iterations: int, stream: TextIO = sys.stderr) -> None:
         from tqdm import tqdm
 
-        self.total = total
+        self.total = runs
+        self.iterations = iterations
         self.done = self.failed = 0
+        self.iterations_done = 0
         self.began = self.last_line = time.monotonic()
         self.stream = stream
         terminal = stream.isatty()
-        self.bar = tqdm(total=total, unit="run", desc="sweep", disable=not terminal, file=stream, dynamic_ncols=True)
+        sized = terminal and _width_known()  # a terminal that does not say its width gets a 100-column bar
+        self.bar = tqdm(total=iterations, unit="it", desc="sweep", disable=not terminal, file=stream,
+                        dynamic_ncols=sized, ncols=None if sized else 100)
 
     def event(self, text: str, ok: bool) -> None:
         if ok:
@@ -53,7 +60,6 @@ class Progress:
         else:
             self.failed += 1
         self.line(f"{'done  ' if ok else 'FAILED'} {self.done + self.failed}/{self.total}  {text}")
-        self.bar.update(1)
 
     def line(self, text: str) -> None:
         from tqdm import tqdm
@@ -61,14 +67,46 @@ class Progress:
         tqdm.write(f"[{clock(time.monotonic() - self.began)}] {text}", file=self.stream)
         self.last_line = time.monotonic()
 
-    def tick(self, running: int, queued: int) -> None:
-        self.bar.set_postfix(running=running, queued=queued, failed=self.failed, refresh=True)
+    def eta(self) -> str:
+        """Time left at the pace so far (resumed runs' earlier iterations count as done: a lower bound)."""
+        if not self.iterations_done:
+            return "ETA after the first iteration"
+        elapsed = time.monotonic() - self.began
+        return f"ETA {clock(elapsed * (self.iterations - self.iterations_done) / self.iterations_done)}"
+
+    def tick(self, running: int, queued: int, iterations_done: int) -> None:
+        self.iterations_done = min(iterations_done, self.iterations)
+        self.bar.update(self.iterations_done - self.bar.n)
+        self.bar.set_postfix(runs=f"{self.done}/{self.total}", running=running, queued=queued, failed=self.failed,
+                             refresh=True)
         if self.bar.disable and time.monotonic() - self.last_line > HEARTBEAT_S:
-            self.line(f"{self.done} done, {self.failed} failed, {running} running, {queued} queued")
+            share = self.iterations_done / max(self.iterations, 1)
+            self.line(f"{self.iterations_done}/{self.iterations} iterations ({share:.0%}), {self.eta()}; "
+                      f"{self.done} runs done, {self.failed} failed, {running} running, {queued} queued")
 
     def close(self) -> float:
         self.bar.close()
         return time.monotonic() - self.began
+
+
+def _width_known() -> bool:
+    import shutil
+
+    return shutil.get_terminal_size(fallback=(0, 0)).columns > 0
+
+
+def last_iteration(log: Path) -> int:
+    """The last iteration a run's job log reports (``gaca.trainer.progress.ITERATION_LINE``), else 0."""
+    from gaca.trainer.progress import ITERATION_LINE
+
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(max(0, log.stat().st_size - TAIL_BYTES))
+            tail = handle.read().decode(errors="replace")
+    except OSError:
+        return 0
+    found = ITERATION_LINE.findall(tail)
+    return int(found[-1][0]) if found else 0
 
 
 def describe_log(log: Path | None) -> str:

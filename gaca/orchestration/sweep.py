@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gaca.orchestration.blocks import ALL, block_names
-from gaca.orchestration.display import Progress, clock, describe_log, error_excerpt, table
+from gaca.orchestration.display import Progress, clock, describe_log, error_excerpt, last_iteration, table
 from gaca.orchestration.plan import DONE, LAUNCHED, RUNNING, PlannedRun
 from gaca.tracking.secrets import redact_text, redact_uri
 
@@ -185,19 +185,23 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
     print(f"launching {len(runs)} jobs through submitit_{session.launcher_name} ({at_once}); "
           f"logs under {session.sweep_dir}", flush=True)
     by_key = {run.key: run for run in runs}
-    progress = Progress(len(runs))
+    progress = Progress(len(runs), sum(run.config.trainer.iterations for run in runs))
+    iterations: dict[str, int] = {}  # run key -> iterations done, from its job's log (all, once it ended)
     failures: list[tuple[PlannedRun, Outcome]] = []
     try:
         while pool.busy:
             for key, outcome in pool.poll():
                 run = by_key[key]
                 if outcome.ok:
+                    iterations[key] = run.config.trainer.iterations
                     value = "already finished" if outcome.value is None else f"final eval success {outcome.value:.3f}"
                     progress.event(redact_text(f"{run.label}  ({value}, {clock(outcome.seconds)})"), ok=True)
                 else:
                     failures.append((run, outcome))
                     progress.event(redact_text(f"{run.label}  ({outcome.error.strip().splitlines()[-1][:160]})"), ok=False)
-            progress.tick(len(pool.running), len(pool.queue))
+            for key, log in pool.logs().items():
+                iterations[key] = max(iterations.get(key, 0), last_iteration(log))
+            progress.tick(len(pool.running), len(pool.queue), sum(iterations.values()))
             if pool.busy:
                 time.sleep(POLL_S)
     except KeyboardInterrupt:

@@ -1,16 +1,27 @@
-"""A progress bar with iteration, success rate, rate and ETA; silent when stderr is not a terminal."""
+"""Progress of one run: a bar with iteration, success rate, rate and ETA on a terminal, else one
+plain line per iteration (a sweep job's log; the sweep driver reads ``ITERATION_LINE`` back)."""
 
 from __future__ import annotations
 
+import re
 import sys
+import time
 
 from tqdm import tqdm
+
+ITERATION_LINE = re.compile(r"^gaca train: iteration (\d+)/(\d+)\b", re.MULTILINE)
+"""The per-iteration line without a terminal: ``gaca train: iteration 3/25 ...``."""
 
 
 class Progress:
     def __init__(self, total: int, start: int = 0, quiet: bool | None = None) -> None:
-        disable = (not sys.stderr.isatty()) if quiet is None else quiet
-        self.bar = tqdm(total=total, initial=start, unit="it", desc="train", disable=disable, dynamic_ncols=True)
+        self.terminal = sys.stderr.isatty()
+        self.quiet = False if quiet is None else quiet
+        self.bar = tqdm(total=total, initial=start, unit="it", desc="train", disable=self.quiet or not self.terminal,
+                        dynamic_ncols=True)
+        self.total = total
+        self.start = start
+        self.began = time.monotonic()
         self.last_eval: float | None = None
 
     def update(self, iteration: int, train_success: float, eval_success: float | None) -> None:
@@ -21,6 +32,13 @@ class Progress:
             postfix["eval"] = f"{self.last_eval:.2f}"
         self.bar.set_postfix(postfix, refresh=False)
         self.bar.update(iteration - self.bar.n)
+        if self.quiet or self.terminal:
+            return
+        per_iteration = (time.monotonic() - self.began) / max(iteration - self.start, 1)
+        shown = " ".join(f"{name} {value}" for name, value in postfix.items())
+        eta = per_iteration * (self.total - iteration)
+        print(f"gaca train: iteration {iteration}/{self.total}  {shown}  ({per_iteration:.1f} s/it, "
+              f"{eta:.0f} s to go)", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         self.bar.close()
