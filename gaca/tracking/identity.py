@@ -11,7 +11,11 @@ from gaca.policy.config import MODEL_PRESETS, SIZE_FIELDS, ModelConfig
 
 # Where a run is logged, written or dispatched does not change what it computes.
 NOT_IDENTITY = ("tracking", "output_dir", "resume", "block", "hydra", "launcher")
-NOT_IDENTITY_TRAINER = ("estimated_cpu_minutes", "estimated_gpu_hours", "transcripts", "preset", "threads")
+NOT_IDENTITY_TRAINER = ("estimated_cpu_minutes", "estimated_gpu_hours", "transcripts", "preset")
+KEYLESS_THREADS = 1
+"""torch's thread count changes results in their last bits (FACTS.md), so it is part of a run's identity;
+one thread, every sweep job's default, drops out so that one-thread runs keep the keys they always had.
+``gaca.trainer.entry.validate`` writes the count a run will use in place of null (torch's default)."""
 NOT_IDENTITY_MODEL = ("device",)
 NOT_IDENTITY_ENV = ("cache_dir",)  # where generated ALFWorld games are cached; games_dir (which games) stays
 # How a verl job is placed and started (GPUs, folders, the trainer command) does not change what it computes.
@@ -33,6 +37,8 @@ def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
     canonical = {k: copy.deepcopy(v) for k, v in config.items() if k not in NOT_IDENTITY}
     for key in NOT_IDENTITY_TRAINER:
         canonical.get("trainer", {}).pop(key, None)
+    if canonical.get("trainer", {}).get("threads") == KEYLESS_THREADS:
+        canonical["trainer"].pop("threads")
     for key in NOT_IDENTITY_MODEL:
         canonical.get("model", {}).pop(key, None)
     model = canonical.get("model")

@@ -33,6 +33,11 @@ def validate(cfg: DictConfig):
     from gaca.trainer.config import RunConfig
 
     resolved = resolve(cfg)
+    trainer = resolved.get("trainer")
+    if isinstance(trainer, dict) and "threads" in trainer and trainer["threads"] is None:
+        import torch
+
+        trainer["threads"] = torch.get_num_threads()  # torch's default here: the count is part of the run key
     try:
         return RunConfig.from_dict(resolved), resolved
     except ValueError as error:
