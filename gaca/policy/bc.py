@@ -43,8 +43,10 @@ class DemoEnv(Protocol):
 
 
 def env_expert_action(env: DemoEnv) -> str:
-    """The default expert: the environment's own planner."""
-    return env.expert_action()
+    """The default demonstrator: the environment's ``demonstration_action`` when it has one (what the base
+    policy is meant to know), else its planner."""
+    demonstrate = getattr(env, "demonstration_action", None)
+    return demonstrate() if demonstrate is not None else env.expert_action()
 
 
 def collect_demos(

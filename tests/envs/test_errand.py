@@ -97,3 +97,20 @@ def test_tasks_are_fixed_by_the_config_and_the_house_is_shared():
     assert a == b
     assert errand().task(301).route == a.route  # one house for every task
     assert errand(route_length=5).task(300).route != a.route[:4]
+
+
+def test_the_demonstrator_walks_like_the_expert_but_chooses_at_chance():
+    family = errand()
+    chosen, won = [], []
+    for task_id in family.train_task_ids[:300]:
+        env = family.make(task_id)
+        env.reset()
+        task = family.task(task_id)
+        trajectory = []
+        while not env.done:
+            trajectory.append((action := env.demonstration_action(), env.step(action)))
+        assert len(trajectory) == len(task.route) + 3
+        chosen.append(trajectory[0][0])
+        won.append(trajectory[-1][1].won)
+    assert 0.25 < sum(won) / len(won) < 0.42  # one of three objects, drawn uniformly per task
+    assert len(set(chosen)) > 50

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from gaca.envs.base import Env, Observation, StepResult
 from gaca.envs.errand.world import ErrandTask
 from gaca.envs.household import commands
@@ -75,6 +77,22 @@ class ErrandEnv(Env):
             return commands.put(self.task.objects[self.held], self.task.goal)
         step = 1 if carrying_target else -1
         return commands.go_to(self.places[self.position + step])
+
+    def demonstration_action(self) -> str:
+        """What the base policy is cloned from: the expert's walk, but the object taken at the start is
+        drawn uniformly (fixed per task), and whatever is carried is delivered. The clone walks well and
+        chooses at chance: learning the pivotal choice is left to RL."""
+        if self.position == START and self.side < 0 and self.held < 0:
+            lying = [o for o in range(len(self.task.objects)) if self.at_start[o]]
+            chosen = lying[random.Random(f"errand-demo/{self.task_id}").randrange(len(lying))]
+            return commands.take(self.task.objects[chosen], self.task.start)
+        if self.held < 0 or self.held == self.target:
+            return self.expert_action()
+        if self.side >= 0:
+            return commands.go_to(self.places[self.position])
+        if self.position == self.goal_position:
+            return commands.put(self.task.objects[self.held], self.task.goal)
+        return commands.go_to(self.places[self.position + 1])
 
     # -- what the agent sees and may do ----------------------------------------------------------
 

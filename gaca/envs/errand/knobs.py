@@ -17,21 +17,25 @@ class ErrandKnobs:
     """Receptacles walked through between the start and the goal (the routine part of the episode)."""
     num_side: int = 1
     """Dead-end receptacles seen at every stop of the route (a detour costs two steps)."""
+    num_types: int = 8
+    """Object types the target and the look-alikes are drawn from (the first of household's types)."""
     show_held: int = 0
-    """1: every arrival text says what the agent carries (anchors of the walk split by the early choice);
+    """1: every arrival text says what the agent carries, so the walk's anchors split by the early choice
+    and step-level and episode-level advantages carry different information (docs/testbed.md);
     0: as ALFWorld, only "inventory" tells."""
 
     def validate(self) -> None:
         check_int("num_choices", self.num_choices, 2, 8)
+        check_int("num_types", self.num_types, self.num_choices, 41)
         check_int("route_length", self.route_length, 1, 60)
         check_int("num_side", self.num_side, 0, 4)
         check_int("show_held", self.show_held, 0, 1)
 
 
 PRESETS = {
-    "easy": ErrandKnobs(num_choices=3, route_length=6, num_side=1, show_held=0),
-    "long": ErrandKnobs(num_choices=3, route_length=12, num_side=1, show_held=0),
-    "paper": ErrandKnobs(num_choices=4, route_length=24, num_side=2, show_held=0),
+    "easy": ErrandKnobs(num_choices=3, route_length=6, num_side=1, num_types=8, show_held=1),
+    "long": ErrandKnobs(num_choices=3, route_length=12, num_side=1, num_types=8, show_held=1),
+    "paper": ErrandKnobs(num_choices=4, route_length=24, num_side=2, num_types=12, show_held=1),
 }
 """Optimal episodes take route_length + 3 steps: easy 9, long (the ablation default, horizon 40) 15,
 paper 27 (ALFWorld-length episodes at horizon 50)."""

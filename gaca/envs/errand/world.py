@@ -58,7 +58,7 @@ def _house_layout(length: int, num_side: int) -> tuple[tuple[str, ...], tuple[tu
 def generate_task(rng: random.Random, knobs: ErrandKnobs) -> ErrandTask:
     """Draw the target, the look-alike decoys, the start receptacle and the goal type; the route and its
     dead ends are the house's (``_house_layout``)."""
-    kinds = rng.sample(OBJECT_TYPES, knobs.num_choices)
+    kinds = rng.sample(OBJECT_TYPES[: knobs.num_types], knobs.num_choices)
     target = kinds[0]
     objects = tuple(sorted(name(kind, 1) for kind in kinds))
     goal_type = rng.choice(GOAL_TYPES)

@@ -1,0 +1,115 @@
+"""Is the testbed sensitive to the estimator? A one-way test of final success across the settings of
+one parameter of a block (default: the lambda0 block's five fixed weights, modulation off).
+
+    python -m analysis.sensitivity                      # lambda0 block, $MLFLOW_TRACKING_URI
+    python -m analysis.sensitivity --block detector --by algorithm.detector
+
+Prints per setting the mean and seed std of final held-out success (points) with the seeds found,
+the spread of the means, the pooled seed std, a one-way ANOVA (F, p), a Kruskal-Wallis test (H, p)
+and, where every setting has the same seeds, Friedman's test with seeds as blocks (chi2, p): the
+runs of one seed share the starting policy, the task order and the evaluation tasks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+from scipy import stats
+
+from analysis.collect import PARAM_PREFIX, load_runs, resolve_tracking_uri
+
+FIXED_WEIGHTS = {"algorithm.alpha_lambda": 0.0, "algorithm.beta_lambda": 0.0}
+"""The lambda0 block's fixed-weight rows: the gate's modulation off."""
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """Final success in points per setting (rows: settings; columns: seeds) and the tests across them."""
+
+    table: pd.DataFrame
+    spread: float
+    pooled_seed_std: float
+    anova: tuple[float, float]
+    kruskal: tuple[float, float]
+    friedman: tuple[float, float] | None
+
+
+def select(runs: pd.DataFrame, block: str, by: str, where: dict[str, float]) -> pd.DataFrame:
+    """Finished runs of ``block`` with every ``where`` param equal, as a settings x seeds table of points."""
+    chosen = runs[(runs["status"] == "FINISHED") & (runs["block"] == block)]
+    for key, value in where.items():
+        column = PARAM_PREFIX + key
+        if column not in chosen:
+            return pd.DataFrame()
+        chosen = chosen[chosen[column].astype(float) == value]
+    column = PARAM_PREFIX + by
+    if column not in chosen or chosen.empty:
+        return pd.DataFrame()
+    chosen = chosen.drop_duplicates(subset=[column, "seed"])  # newest first: a rerun replaces an older run
+    return chosen.pivot(index=column, columns="seed", values="final").sort_index() * 100
+
+
+def sensitivity(table: pd.DataFrame) -> Sensitivity:
+    """The tests across the rows of a settings x seeds table (NaN: a seed missing for that setting)."""
+    groups = [row.dropna().to_numpy() for _, row in table.iterrows()]
+    if len(groups) < 2 or any(len(g) < 2 for g in groups):
+        raise ValueError("need at least two settings with at least two seeds each")
+    means = [g.mean() for g in groups]
+    within = sum(((g - g.mean()) ** 2).sum() for g in groups)
+    dof = sum(len(g) - 1 for g in groups)
+    complete = table.dropna(axis=1)
+    friedman = None
+    if complete.shape[1] >= 2 and len(groups) >= 3:
+        friedman = tuple(float(x) for x in stats.friedmanchisquare(*complete.to_numpy()))
+    return Sensitivity(
+        table=table,
+        spread=float(max(means) - min(means)),
+        pooled_seed_std=math.sqrt(within / dof),
+        anova=tuple(float(x) for x in stats.f_oneway(*groups)),
+        kruskal=tuple(float(x) for x in stats.kruskal(*groups)),
+        friedman=friedman,
+    )
+
+
+def render(result: Sensitivity, by: str) -> str:
+    lines = [f"final held-out success (points) by {by}; seeds as columns"]
+    table = result.table
+    lines.append(f"{by:>24} " + " ".join(f"{f's{s}':>6}" for s in table.columns) + f" {'mean':>7} {'std':>6} {'n':>3}")
+    for setting, row in table.iterrows():
+        values = row.dropna()
+        cells = " ".join(f"{v:>6.1f}" if not math.isnan(v) else f"{'-':>6}" for v in row)
+        lines.append(f"{setting!s:>24} {cells} {values.mean():>7.2f} {values.std(ddof=1):>6.2f} {len(values):>3}")
+    lines.append(f"spread of the means: {result.spread:.2f} points; pooled seed std: {result.pooled_seed_std:.2f} points")
+    lines.append(f"one-way ANOVA: F = {result.anova[0]:.2f}, p = {result.anova[1]:.2g}")
+    lines.append(f"Kruskal-Wallis: H = {result.kruskal[0]:.2f}, p = {result.kruskal[1]:.2g}")
+    if result.friedman is not None:
+        lines.append(f"Friedman (seeds as blocks): chi2 = {result.friedman[0]:.2f}, p = {result.friedman[1]:.2g}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis.sensitivity", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--uri", default=None, help="tracking URI (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)")
+    parser.add_argument("--experiment", default="gaca")
+    parser.add_argument("--block", default="lambda0")
+    parser.add_argument("--by", default="algorithm.lambda0", help="the param whose settings are compared")
+    parser.add_argument("--all-rows", action="store_true", help="do not restrict lambda0 to the modulation-off rows")
+    args = parser.parse_args(argv)
+    from mlflow.tracking import MlflowClient
+
+    where = FIXED_WEIGHTS if args.by == "algorithm.lambda0" and not args.all_rows else {}
+    runs = load_runs(MlflowClient(resolve_tracking_uri(args.uri)), args.experiment)
+    table = select(runs, args.block, args.by, where)
+    if table.empty:
+        print(f"no finished runs of block {args.block!r} with {args.by}; run `gaca sweep {args.block}` first")
+        return 1
+    print(render(sensitivity(table), args.by))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
