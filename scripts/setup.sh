@@ -27,3 +27,14 @@ quiet_pip install --quiet --upgrade pip
 extras=$(IFS=,; echo "$*")
 quiet_pip install --quiet -e ".${extras:+[$extras]}"
 .venv/bin/python -c "import gaca, torch; print(f'gaca {gaca.__version__} installed with torch {torch.__version__}')"
+
+# gaca report compiles reports/report.pdf with latexmk: install it where it is missing and this user
+# can (root, or sudo without a password, on Debian/Ubuntu); GACA_SKIP_LATEX=1 skips this step.
+if ! command -v latexmk >/dev/null && [ "${GACA_SKIP_LATEX:-0}" != 1 ]; then
+  if command -v apt-get >/dev/null && { [ "$(id -u)" -eq 0 ] || sudo -n true 2>/dev/null; }; then
+    bash scripts/install-latex.sh
+  else
+    echo "LaTeX not found: gaca report will write reports/report.tex but no report.pdf; for the PDF run" \
+      "sudo bash scripts/install-latex.sh (Debian/Ubuntu) or install latexmk and pdflatex"
+  fi
+fi
