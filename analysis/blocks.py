@@ -34,7 +34,9 @@ ENVIRONMENTS = ("household", "shop")
 SCALES = ("tiny", "small")
 ABLATION_ENVIRONMENT = "household"
 ABLATION_SCALE = "tiny"
-"""The ablations run on ALFWorld at 1.5B in the paper; here on its analogues."""
+"""The ablations run on ALFWorld at 1.5B in the paper; here on its analogues. The report reads them
+where most of their runs are (``cells.ablation_setting``: the sweeps run in the training config's
+default environment) and falls back to this setting when there are none."""
 
 PROTOCOL_KEYS = ("trainer.preset", "trainer.iterations", "env.difficulty")
 """Training-protocol params that must agree among the runs compared in one setting."""

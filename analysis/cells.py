@@ -20,7 +20,9 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.blocks import PROTOCOL_KEYS, Block, ConfigKey, Variant, canonical_config
+from analysis.blocks import (
+    ABLATION_ENVIRONMENT, ABLATION_SCALE, ABLATIONS, MAIN, PROTOCOL_KEYS, Block, ConfigKey, Variant, canonical_config,
+)
 from analysis.collect import DIAGNOSTIC_METRICS, EVAL_METRIC, FINAL_METRIC, PARAM_PREFIX, run_config
 
 SELECTIONS = ("final", "best")
@@ -415,11 +417,16 @@ class Plan:
 
     blocks: tuple[Block, ...]
     env: str | None = None
-    """Only this environment (None: each block's own, household for the ablations)."""
+    """Only this environment (None: each block's own; for the ablations ``ablations_at``)."""
     scale: str | None = None
-    """Only this scale (None: each block's own, tiny for the ablations)."""
+    """Only this scale (None: each block's own; for the ablations ``ablations_at``)."""
+    ablations_at: tuple[str, str] | None = None
+    """(env, scale) the ablation blocks are read at when neither env nor scale is given: where
+    their runs are (``ablation_setting``); None: the blocks' declared setting."""
 
     def settings(self, block: Block) -> list[tuple[str, str]]:
+        if block is not MAIN and self.ablations_at and not (self.env or self.scale):
+            return [self.ablations_at]
         environments = (self.env,) if self.env else block.environments
         scales = (self.scale,) if self.scale else block.scales
         return [(env, scale) for env in environments for scale in scales]
@@ -469,6 +476,24 @@ class Plan:
             for variant in block.variants
             if self.cell(variant, env, scale) == key
         ]
+
+
+def ablation_setting(runs: pd.DataFrame) -> tuple[str, str] | None:
+    """The (env, scale) that most usable runs of ablation-only configurations (every ablation row
+    but GACA's default) were logged in: the ablation sweeps run in the training config's default
+    environment unless told otherwise, so the report follows the runs rather than a name. Ties go
+    to the blocks' declared setting; None when there is no such run."""
+    ledger = screen(runs, wanted=())
+    default = MAIN.variant("gaca").key()
+    ablation_only = {variant.key() for block in ABLATIONS for variant in block.variants} - {default}
+    ablation = ledger["cell"].map(lambda cell: cell is not None and cell.config in ablation_only)
+    usable = ledger.loc[(ledger["reason"] == OUTSIDE) & ablation]
+    if usable.empty:
+        return None
+    counts = usable.groupby([usable["env"].astype(str), usable["scale"].astype(str)]).size()
+    declared = (ABLATION_ENVIRONMENT, ABLATION_SCALE)
+    best = counts.max()
+    return declared if counts.get(declared, 0) == best else counts[counts == best].index[0]
 
 
 def diagnostics(cells: Collection[CellResult], curves: pd.DataFrame) -> pd.DataFrame:

@@ -13,6 +13,7 @@ Exit status: 0 done, 1 no run fills any requested cell or the PDF failed, 2 usag
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -89,8 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="final",
         help="final evaluation (default) or the best evaluation so far; the same for every method",
     )
-    parser.add_argument("--env", help=f"only this environment (default: all for main, {ABLATION_ENVIRONMENT} else)")
-    parser.add_argument("--scale", help=f"only this scale (default: all for main, {ABLATION_SCALE} else)")
+    parser.add_argument(
+        "--env",
+        help="only this environment (default: all for main; the ablations where most of their runs are, "
+        f"{ABLATION_ENVIRONMENT} when none is)",
+    )
+    parser.add_argument(
+        "--scale", help=f"only this scale (default: all for main; the ablations' as --env, {ABLATION_SCALE} when none is)"
+    )
     parser.add_argument("--preset", help="only runs of this trainer.preset (default: each setting's most common)")
     parser.add_argument("--no-pdf", action="store_true", help="write report.tex but do not compile it")
     return parser
@@ -108,11 +115,14 @@ class Runs:
     histograms: pd.DataFrame
 
 
-def read(client: MlflowClient, experiment: str, plan: Plan, selection: str, preset: str | None) -> Runs:
-    """Screen the experiment's runs, apply the selection protocol, and read what the cells need."""
+def read(client: MlflowClient, experiment: str, plan: Plan, selection: str, preset: str | None) -> tuple[Plan, Runs]:
+    """Screen the experiment's runs, apply the selection protocol, and read what the cells need;
+    the plan comes back with the ablations' setting taken from where their runs are."""
     uri = client.tracking_uri
+    logged = collect.load_runs(client, experiment)
+    plan = dataclasses.replace(plan, ablations_at=cells.ablation_setting(logged))
     wanted = plan.wanted()
-    ledger = cells.screen(collect.load_runs(client, experiment), wanted, preset)
+    ledger = cells.screen(logged, wanted, preset)
     curves = collect.load_curves(client, list(ledger.loc[ledger["reason"].isna(), "run_id"]))
     ledger = cells.select(ledger, curves, selection)
     used = cells.used(ledger)
@@ -120,7 +130,7 @@ def read(client: MlflowClient, experiment: str, plan: Plan, selection: str, pres
     results = cells.results(ledger, outcomes, curves, plan)
     gaca = [results[key] for key in wanted if dict(key.config)["algorithm.method"] == "gaca"]
     gaca_runs = used.loc[used["run_id"].isin([run for cell in gaca for run in cell.run_ids])]
-    return Runs(
+    return plan, Runs(
         ledger,
         curves,
         results,
@@ -140,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = Plan(tuple(BLOCKS[name] for name in (args.blocks or BLOCKS)), env=args.env, scale=args.scale)
     client = MlflowClient(collect.resolve_tracking_uri(args.tracking_uri))
     try:
-        runs = read(client, args.experiment, plan, args.selection, args.preset)
+        plan, runs = read(client, args.experiment, plan, args.selection, args.preset)
     except LookupError as error:
         print(f"gaca report: {error}", file=sys.stderr)
         return 2

@@ -108,3 +108,27 @@ def test_the_pdf_lists_what_it_left_out_and_why(run_report):
     assert r"\item main: criticality: skipped, no GACA run of the main block has diag/criticality\_hist.csv" in left_out
     assert "main: criticality: skipped" in made.stdout
     assert not (made.out / "figures" / "criticality_main.pdf").exists()
+
+
+def test_the_ablations_are_read_where_their_runs_are(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from analysis.blocks import get_block
+    from analysis.synthetic import SyntheticRun, log_runs
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    detector = get_block("detector")
+    runs = [
+        SyntheticRun("gaca", "errand", seed=seed, overrides=dict(variant.overrides), final_success=0.5, block="detector",
+                     train_metrics=False)
+        for variant in detector.variants
+        for seed in (0, 1)
+    ]
+    runs.append(SyntheticRun("gaca", "household", overrides={"algorithm.detector": "random"}, train_metrics=False))
+    log_runs(MlflowClient(uri), "gaca", runs, artifact_location=str(tmp_path / "artifacts"))
+    out = tmp_path / "reports"
+    assert main(["detector", "--tracking-uri", uri, "--out", str(out), "--no-pdf"]) == 0
+    cells = pd.read_csv(out / "tables" / "cells.csv")
+    assert set(cells["env"]) == {"errand"} and cells["n_seeds"].tolist() == [2, 2, 2]
+    assert main(["detector", "--env", "household", "--tracking-uri", uri, "--out", str(out), "--no-pdf"]) == 0
+    assert pd.read_csv(out / "tables" / "cells.csv")["n_seeds"].tolist() == [1, 0, 0]

@@ -2,6 +2,7 @@
 
 import re
 
+import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
@@ -14,8 +15,8 @@ pytestmark = pytest.mark.slow
 
 # A briefly cloned policy on small pick-and-place rooms: seconds per run, and some episodes succeed.
 TINY = [
-    "trainer=quick", "trainer.iterations=2", "trainer.tasks_per_iteration=2", "trainer.group_size=2",
-    "trainer.eval_every=2", "trainer.num_eval_tasks=16", "trainer.bc.episodes=32", "trainer.bc.noise=0.0", "trainer.bc.steps=40",
+    "env=household", "trainer=quick", "trainer.iterations=2", "trainer.tasks_per_iteration=2", "trainer.group_size=2",
+    "trainer.eval_every=2", "trainer.num_eval_tasks=16", "trainer.eval_episodes_per_task=2", "trainer.bc.episodes=32", "trainer.bc.noise=0.0", "trainer.bc.steps=40",
     "env.horizon=15", "env.num_train_tasks=32", "env.knobs.task_types=[pick_and_place]",
     "env.knobs.num_receptacles=3", "env.knobs.closed_fraction=0.0", "model.max_prompt_tokens=40",
 ]
@@ -44,4 +45,8 @@ def test_table1_cells_equal_trained_runs(tmp_path, monkeypatch):
     assert "n=" not in row
     assert f"& ${100 * (finals['gaca'] - finals['gigpo']):+.2f}$ &" in row
     client = MlflowClient(uri)
-    assert len(client.search_runs([client.get_experiment_by_name("gaca").experiment_id])) == 3
+    runs = client.search_runs([client.get_experiment_by_name("gaca").experiment_id])
+    assert len(runs) == 3
+    # The outcome files have an episode column and two rows per task; the report averaged them.
+    outcomes = pd.read_csv(client.download_artifacts(runs[0].info.run_id, "eval/outcomes_00002.csv", str(tmp_path)))
+    assert "episode" in outcomes and outcomes.groupby("task_id").size().eq(2).all()
