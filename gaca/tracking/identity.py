@@ -14,7 +14,8 @@ NOT_IDENTITY = ("tracking", "output_dir", "resume", "block", "hydra", "launcher"
 NOT_IDENTITY_TRAINER = ("estimated_cpu_minutes", "estimated_gpu_hours", "transcripts", "preset")
 KEYLESS_THREADS = 1
 """torch's thread count changes results in their last bits (FACTS.md), so it is part of a run's identity;
-one thread, every sweep job's default, drops out so that one-thread runs keep the keys they always had.
+one thread, every sweep job's default, drops out so that one-thread runs keep the keys they always had
+(and so does every count of a verl run).
 ``gaca.trainer.entry.validate`` writes the count a run will use in place of null (torch's default)."""
 NOT_IDENTITY_MODEL = ("device",)
 NOT_IDENTITY_ENV = ("cache_dir",)  # where generated ALFWorld games are cached; games_dir (which games) stays
@@ -37,8 +38,9 @@ def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
     canonical = {k: copy.deepcopy(v) for k, v in config.items() if k not in NOT_IDENTITY}
     for key in NOT_IDENTITY_TRAINER:
         canonical.get("trainer", {}).pop(key, None)
-    if canonical.get("trainer", {}).get("threads") == KEYLESS_THREADS:
-        canonical["trainer"].pop("threads")
+    on_cpu = canonical.get("backend", {}).get("name", DEFAULT_BACKEND) == DEFAULT_BACKEND
+    if "threads" in canonical.get("trainer", {}) and (not on_cpu or canonical["trainer"]["threads"] == KEYLESS_THREADS):
+        canonical["trainer"].pop("threads")  # a verl job computes on GPUs: torch's CPU threads do not matter
     for key in NOT_IDENTITY_MODEL:
         canonical.get("model", {}).pop(key, None)
     model = canonical.get("model")
@@ -48,6 +50,10 @@ def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
         model.update({field: getattr(sized, field) for field in SIZE_FIELDS})
     for key in NOT_IDENTITY_ENV:
         canonical.get("env", {}).pop(key, None)
+    env = canonical.get("env")
+    if isinstance(env, dict) and isinstance(env.get("knobs"), dict):
+        # Knobs left null are the difficulty preset's: spelling one out keeps the key.
+        env["knobs"] = _resolved_knobs(env)
     # The default backend drops out entirely, so runs keep the keys they had before backends existed.
     if canonical.get("backend", {}).get("name", DEFAULT_BACKEND) == DEFAULT_BACKEND:
         canonical.pop("backend", None)
@@ -69,6 +75,21 @@ def canonical_config(config: Mapping[str, Any]) -> dict[str, Any]:
         elif algorithm.get("detector") != "random":
             algorithm.pop("seed", None)
     return canonical
+
+
+def _resolved_knobs(env: Mapping[str, Any]) -> dict[str, Any]:
+    """The env's knobs with null values replaced by its difficulty preset's (as given when unresolvable)."""
+    from dataclasses import asdict
+
+    import gaca.envs  # noqa: F401  (registers the families)
+    from gaca.envs.families import FAMILIES
+
+    knobs = {key: value for key, value in env["knobs"].items() if value is not None}
+    try:
+        resolved = asdict(FAMILIES.get(env.get("name")).resolve_knobs(env.get("difficulty"), knobs))
+    except (KeyError, ValueError, TypeError):
+        return dict(env["knobs"])
+    return {key: list(value) if isinstance(value, tuple) else value for key, value in resolved.items()}
 
 
 def run_key(config: Mapping[str, Any]) -> str:

@@ -25,3 +25,8 @@ def test_null_threads_becomes_the_count_torch_uses_here():
     key, resolved = key_of("trainer.threads=null")
     assert resolved["trainer"]["threads"] == torch.get_num_threads()
     assert key == key_of(f"trainer.threads={torch.get_num_threads()}")[0]
+
+
+def test_a_verl_runs_key_ignores_the_cpu_thread_count():
+    paper = ("backend=verl", "trainer=paper", "env=household", "model=path", "model.path=/models/Qwen2.5-1.5B-Instruct")
+    assert key_of(*paper, "trainer.threads=1")[0] == key_of(*paper, "trainer.threads=2")[0]
