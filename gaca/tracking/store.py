@@ -76,7 +76,11 @@ def check_store(uri: str, writes: bool = True) -> None:
     shown = redact_uri(uri)
     if uri.startswith(("http://", "https://")):
         bare = split_userinfo(uri)[0].rstrip("/")
-        answers = [_http_status(f"{bare}/{path}") for path in SERVER_PROBES]
+        answers: list[int | str] = []
+        for path in SERVER_PROBES:  # the next probe only after an answer that is not MLflow's
+            answers.append(_http_status(f"{bare}/{path}"))
+            if isinstance(answers[-1], str) or answers[-1] < 300 or answers[-1] in (401, 403):
+                break
         silence = next((answer for answer in answers if isinstance(answer, str)), None)
         if silence is not None:
             raise StoreUnavailable(
