@@ -27,14 +27,15 @@ DEFAULT_CONFIG: Mapping[str, object] = {
     "algorithm.singleton_fallback": "prompt_group",
     "algorithm.step_weight": 1.0,
     "algorithm.gamma": 0.95,
+    "algorithm.conventions": "spec",
 }
 """GACA's defaults (ESTIMATOR-SPEC.md); every variant below overrides only what its block varies."""
 
 ENVIRONMENTS = ("household", "shop")
 SCALES = ("tiny", "small")
-ABLATION_ENVIRONMENT = "household"
+ABLATION_ENVIRONMENT = "errand"
 ABLATION_SCALE = "tiny"
-"""The ablations run on ALFWorld at 1.5B in the paper; here on its analogues. The report reads them
+"""The ablations run on ALFWorld at 1.5B in the paper; here on the errand testbed (docs/testbed.md). The report reads them
 where most of their runs are (``cells.ablation_setting``: the sweeps run in the training config's
 default environment) and falls back to this setting when there are none."""
 
@@ -42,10 +43,14 @@ PROTOCOL_KEYS = ("trainer.preset", "trainer.iterations", "env.difficulty")
 """Training-protocol params that must agree among the runs compared in one setting."""
 
 METHOD_KEYS: Mapping[str, tuple[str, ...]] = {
-    "grpo": ("algorithm.norm",),
-    "gigpo": ("algorithm.norm", "algorithm.gamma", "algorithm.step_weight", "algorithm.singleton_fallback"),
+    "grpo": ("algorithm.norm", "algorithm.conventions"),
+    "gigpo": (
+        "algorithm.norm", "algorithm.gamma", "algorithm.step_weight", "algorithm.singleton_fallback",
+        "algorithm.conventions",
+    ),
     "gaca": (
         "algorithm.norm",
+        "algorithm.conventions",
         "algorithm.gamma",
         "algorithm.step_weight",
         "algorithm.singleton_fallback",
@@ -69,7 +74,11 @@ NUMERIC_KEYS = frozenset(
     }
 )
 
-ENVIRONMENT_LABELS = {"household": "Household (ALFWorld analogue)", "shop": "Shop (WebShop analogue)"}
+ENVIRONMENT_LABELS = {
+    "household": "Household (ALFWorld analogue)",
+    "shop": "Shop (WebShop analogue)",
+    "errand": "Errand (credit-assignment testbed)",
+}
 SCALE_LABELS = {"tiny": "tiny (1.5B analogue)", "small": "small (7B analogue)"}
 METHOD_LABELS = {"grpo": "GRPO", "gigpo": "GiGPO", "gaca": "GACA"}
 METHODS = ("grpo", "gigpo", "gaca")

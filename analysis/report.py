@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from analysis import cells, claims, collect, figures, latex, tables
+from analysis import cells, claims, collect, figures, horizon, latex, tables
 from analysis.blocks import ABLATION_ENVIRONMENT, ABLATION_SCALE, BLOCKS, MAIN, Block, environment_label, scale_label
 from analysis.cells import CellKey, CellResult, Plan
 
@@ -113,6 +113,8 @@ class Runs:
     results: dict[CellKey, CellResult]
     diagnostics: pd.DataFrame
     histograms: pd.DataFrame
+    logged: pd.DataFrame
+    """Every run of the experiment as ``collect.load_runs`` reads it."""
 
 
 def read(client: MlflowClient, experiment: str, plan: Plan, selection: str, preset: str | None) -> tuple[Plan, Runs]:
@@ -136,15 +138,20 @@ def read(client: MlflowClient, experiment: str, plan: Plan, selection: str, pres
         results,
         cells.diagnostics(gaca, curves),
         collect.load_criticality_histograms(uri, gaca_runs),
+        logged,
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    unknown = [name for name in args.blocks if name not in BLOCKS]
+    unknown = [name for name in args.blocks if name not in BLOCKS and name != horizon.BLOCK]
     if unknown:
-        parser.error(f"unknown block(s) {unknown}; known: {', '.join(BLOCKS)}")
+        parser.error(f"unknown block(s) {unknown}; known: {', '.join([*BLOCKS, horizon.BLOCK])}")
+    if args.blocks == [horizon.BLOCK]:
+        return report_horizon(args)
+    wants_horizon = not args.blocks or horizon.BLOCK in args.blocks
+    args.blocks = [name for name in args.blocks if name != horizon.BLOCK]
     started = time.perf_counter()
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per file would drown the summary
     plan = Plan(tuple(BLOCKS[name] for name in (args.blocks or BLOCKS)), env=args.env, scale=args.scale)
@@ -179,10 +186,30 @@ def main(argv: list[str] | None = None) -> int:
     print(f"read MLflow in {read_s:.1f} s; wrote {len(written)} files under {out}/ in {total_s:.1f} s total")
     print("\n".join(f"  {path}" for path in written))
     print(pdf_line)
+    if wants_horizon:
+        horizon_written, missing = horizon.write(runs.logged, out)
+        print(missing or "\n".join(f"  {path}" for path in horizon_written))
     if not any(result.n for result in runs.results.values()):
         print("gaca report: no run fills any requested cell (see the exclusions above)", file=sys.stderr)
         return 1
     return status
+
+
+def report_horizon(args: argparse.Namespace) -> int:
+    """``gaca report horizon``: success against horizon per method (figure and horizon.md)."""
+    client = MlflowClient(collect.resolve_tracking_uri(args.tracking_uri))
+    try:
+        logged = collect.load_runs(client, args.experiment)
+    except LookupError as error:
+        print(f"gaca report: {error}", file=sys.stderr)
+        return 2
+    written, missing = horizon.write(logged, args.out)
+    if missing:
+        print(f"gaca report: {missing}", file=sys.stderr)
+        return 1
+    print((args.out / "horizon.md").read_text())
+    print("\n".join(f"  {path}" for path in written))
+    return 0
 
 
 def write_artifacts(

@@ -12,6 +12,7 @@ BENCHMARKS = {
     "policy": "gaca.bench.policy",
     "train": "gaca.bench.train",
     "dispatch": "gaca.bench.dispatch",
+    "testbed": "gaca.bench.testbed",
 }
 
 # command -> (module with main(argv) -> int | None, one-line help)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from analysis import claims
-from analysis.blocks import BLOCKS, MAIN, get_block
+from analysis.blocks import ABLATION_ENVIRONMENT, ABLATION_SCALE, BLOCKS, MAIN, get_block
 from analysis.cells import PAIRED_TASKS, CellResult, Comparison, Plan, empty_result
 
 PLAN = Plan(tuple(BLOCKS.values()), scale="tiny")
@@ -36,12 +36,17 @@ def near(rate: float, seeds: int = 3) -> list[float]:
 GACA_KEY = PLAN.cell(MAIN.variant("gaca"), "household", "tiny")
 
 
+ABLATION_GACA_KEY = PLAN.cell(MAIN.variant("gaca"), ABLATION_ENVIRONMENT, ABLATION_SCALE)
+
+
 def diagnostics(lambda_mean: float = 0.4995, clamp: float = 0.002, seeds: int = 3) -> pd.DataFrame:
-    """Diagnostics logged by the runs of GACA's default cell (``result``'s run ids)."""
+    """Diagnostics logged by the runs of GACA's default cells (``result``'s run ids) in the main
+    block's household/tiny setting and in the ablation setting."""
     return pd.DataFrame(
         [
-            ("household", "tiny", run_id, seed, metric, value + 1e-4 * seed)
-            for seed, run_id in enumerate(run_ids(GACA_KEY, seeds))
+            (env, scale, run_id, seed, metric, value + 1e-4 * seed)
+            for env, scale, key in (("household", "tiny", GACA_KEY), (ABLATION_ENVIRONMENT, ABLATION_SCALE, ABLATION_GACA_KEY))
+            for seed, run_id in enumerate(run_ids(key, seeds))
             for metric, value in (("diag/lambda_mean", lambda_mean), ("diag/clamp_frac", clamp))
         ],
         columns=["env", "scale", "run_id", "seed", "metric", "value"],
@@ -53,11 +58,11 @@ def evidence(
     main: dict[str, list[float]] | None = None,
     diag: pd.DataFrame | None = None,
 ) -> claims.Evidence:
-    """Cells filled from ``{"block/variant": rates}`` (ablations at household/tiny) and ``{method: rates}``."""
+    """Cells filled from ``{"block/variant": rates}`` (ablations at the ablation setting) and ``{method: rates}``."""
     cells = {key: empty_result(key, SEEDS) for key in PLAN.wanted()}
     for name, rates in (ablations or {}).items():
         block, variant = name.split("/")
-        key = PLAN.cell(get_block(block).variant(variant), "household", "tiny")
+        key = PLAN.cell(get_block(block).variant(variant), ABLATION_ENVIRONMENT, ABLATION_SCALE)
         cells[key] = result(key, rates)
     for method, rates in (main or {}).items():
         key = PLAN.cell(MAIN.variant(method), "household", "tiny")

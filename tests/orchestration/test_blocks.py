@@ -14,9 +14,10 @@ from gaca.orchestration.session import HydraSession
 from gaca.policy.config import MODEL_PRESETS
 from gaca.tracking.run import flatten
 
-EXPECTED_RUNS = {"main": 36, "detector": 9, "lambda0": 18, "modulation": 9, "alpha_c": 9, "debias": 6}
-DISTINCT_RUNS_OF_ALL = 66
-"""87 block runs; the GACA default appears in all six blocks and the uniform control in three."""
+EXPECTED_RUNS = {"main": 36, "detector": 9, "lambda0": 18, "modulation": 9, "alpha_c": 9, "debias": 6, "horizon": 27}
+DISTINCT_RUNS_OF_ALL = 93
+"""114 block runs; the errand GACA default appears in six blocks (horizon's 40-step GACA is it) and the
+uniform control in three."""
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +56,8 @@ def test_every_run_of_every_block_composes_and_validates(every_run):
     for name in EXPECTED_RUNS:
         runs = in_block(every_run, name)
         assert sorted(run.config.seed for run in runs) == sorted([0, 1, 2] * (len(runs) // 3))
-        if name != "main":  # ablations: household at the tiny scale (the paper's ALFWorld at 1.5B)
-            assert {(run.config.env.name, run.config.model.name) for run in runs} == {("household", "tiny")}
+        if name != "main":  # ablations: the errand testbed at the tiny scale
+            assert {(run.config.env.name, run.config.model.name) for run in runs} == {("errand", "tiny")}
 
 
 def test_the_uniform_control_lambda0_half_and_modulation_off_run_once(every_run):
@@ -64,9 +65,10 @@ def test_the_uniform_control_lambda0_half_and_modulation_off_run_once(every_run)
     assert len(uniform) == 3  # one per seed
     for run in uniform:
         assert run.block == "detector" and set(run.also_in) == {"lambda0", "modulation"}
-    default = [r for r in every_run if r.block == "main" and r.config.algorithm.method == "gaca"
-               and (r.config.env.name, r.config.model.name) == ("household", "tiny")]
-    assert all(set(r.also_in) == {"alpha_c", "debias", "detector", "lambda0", "modulation"} for r in default)
+    default = [r for r in every_run if r.block == "alpha_c" and r.config.algorithm.method == "gaca"
+               and r.config.algorithm.alpha_c == 1.0]
+    assert len(default) == 3
+    assert all(set(r.also_in) == {"debias", "detector", "horizon", "lambda0", "modulation"} for r in default)
 
 
 def test_grids_are_exactly_the_cells_the_report_reads(every_run):

@@ -1,0 +1,100 @@
+"""The horizon-scaling block (``sweeps/horizon.yaml``): final success against the horizon per method.
+
+Runs are matched by configuration, not by the block tag (a run shared with another block carries
+that block's tag): finished errand runs of grpo, gigpo and gaca at their default estimator settings,
+grouped by ``env.horizon`` (the walk growing with it, as the block sets it). Each point is the mean
+over seeds with its 95% t interval; every seed's score is drawn beside it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from analysis.blocks import DEFAULT_CONFIG, METHOD_KEYS, METHOD_LABELS, METHODS
+from analysis.collect import PARAM_PREFIX
+from analysis.figures import METHOD_COLORS, PANEL_SIZE, STYLE, save
+
+BLOCK = "horizon"
+ENV = "errand"
+
+
+def horizon_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (method, horizon, seed): the newest finished errand run at the default estimator."""
+    keep = (runs["status"] == "FINISHED") & (runs["env"] == ENV) & runs["method"].isin(METHODS)
+    chosen = runs[keep]
+    for method in METHODS:
+        for key in METHOD_KEYS[method]:
+            column = PARAM_PREFIX + key
+            if column not in chosen:
+                return chosen.iloc[0:0]
+            wrong = (chosen["method"] == method) & (chosen[column].astype(str) != str(DEFAULT_CONFIG[key]))
+            if key in ("algorithm.gamma", "algorithm.lambda0", "algorithm.alpha_lambda", "algorithm.beta_lambda",
+                       "algorithm.alpha_c", "algorithm.step_weight"):
+                wrong = (chosen["method"] == method) & (chosen[column].astype(float) != float(DEFAULT_CONFIG[key]))
+            chosen = chosen[~wrong]
+    horizon = PARAM_PREFIX + "env.horizon"
+    if horizon not in chosen or chosen.empty:
+        return chosen.iloc[0:0]
+    chosen = chosen.assign(horizon=chosen[horizon].astype(int), points=chosen["final"] * 100)
+    return chosen.drop_duplicates(subset=["method", "horizon", "seed"])  # newest first
+
+
+def summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (method, horizon): n, mean, std and the 95% t interval of final success in points."""
+    out = []
+    for (method, horizon), group in rows.groupby(["method", "horizon"]):
+        values = group["points"].to_numpy()
+        n, mean = len(values), float(values.mean())
+        std = float(values.std(ddof=1)) if n > 1 else float("nan")
+        half = float(stats.t.ppf(0.975, n - 1) * std / np.sqrt(n)) if n > 1 else float("nan")
+        out.append(dict(method=method, horizon=horizon, n=n, mean=mean, std=std, low=mean - half, high=mean + half))
+    return pd.DataFrame(out)
+
+
+def figure(rows: pd.DataFrame, table: pd.DataFrame, folder: Path) -> list[Path]:
+    import matplotlib
+
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(PANEL_SIZE[0] * 1.4, PANEL_SIZE[1] * 1.2), layout="constrained")
+        ax = fig.add_subplot()
+        offsets = {m: (i - 1) * 0.8 for i, m in enumerate(METHODS)}
+        for method in METHODS:
+            part = table[table["method"] == method].sort_values("horizon")
+            if part.empty:
+                continue
+            x = part["horizon"] + offsets[method]
+            color = METHOD_COLORS[method]
+            ax.errorbar(x, part["mean"], yerr=[part["mean"] - part["low"], part["high"] - part["mean"]],
+                        color=color, marker="o", capsize=3, label=f"{METHOD_LABELS[method]}")
+            seeds = rows[rows["method"] == method]
+            ax.scatter(seeds["horizon"] + offsets[method] + 0.35, seeds["points"], color=color, s=8, alpha=0.5)
+        ax.set_xlabel("horizon (steps; the walk is 0.3 x the horizon)")
+        ax.set_ylabel("final held-out success (%)")
+        ax.set_xticks(sorted(table["horizon"].unique()))
+        ax.legend()
+        return save(fig, folder, "horizon_scaling")
+
+
+def markdown(table: pd.DataFrame) -> str:
+    lines = ["| method | horizon | n | mean | std | 95% t interval |", "| --- | --- | --- | --- | --- | --- |"]
+    for row in table.sort_values(["method", "horizon"]).itertuples():
+        lines.append(f"| {METHOD_LABELS[row.method]} | {row.horizon} | {row.n} | {row.mean:.2f} | {row.std:.2f} | "
+                     f"[{row.low:.2f}, {row.high:.2f}] |")
+    return "\n".join(lines) + "\n"
+
+
+def write(runs: pd.DataFrame, out: Path) -> tuple[list[Path], str | None]:
+    """The figure and ``horizon.md`` under ``out``; (paths, None) or ([], why nothing was written)."""
+    rows = horizon_runs(runs)
+    if rows.empty or rows["horizon"].nunique() < 2:
+        return [], "horizon scaling: skipped, fewer than two horizons have finished errand runs (gaca sweep horizon)"
+    table = summary(rows)
+    paths = figure(rows, table, out / "figures")
+    (out / "horizon.md").write_text("# Horizon scaling (final held-out success, points)\n\n" + markdown(table))
+    return [*paths, out / "horizon.md"], None
