@@ -4,7 +4,8 @@
 ``select`` applies the selection protocol (final evaluation or best-so-far, the same for every
 method); ``results`` gathers one ``CellResult`` per cell: one run per seed, never averaging a
 partial set silently (``CellResult.complete`` says whether every seed its blocks ran is there);
-``compare`` estimates the difference of two cells, paired by seed and task where they share seeds.
+``compare`` estimates the difference of two cells, paired by seed and task where they share seeds,
+with a t interval.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Collection, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 from analysis import stats
 from analysis.blocks import (
@@ -112,11 +114,12 @@ class CellResult:
         """Bootstrap draws of the mean area under the curve (over seeds)."""
         return stats.seed_bootstrap(self.values("auc"), self._rng("auc"))
 
-    def variance(self, measure: str = "final") -> stats.Variance:
-        """The seed- and task-level variance of one seed's score."""
+    def levels(self, measure: str = "final") -> tuple[stats.Level, ...]:
+        """The seed level of the cell's mean, and its task level where per-task outcomes exist."""
+        seed = stats.seed_level(self.values(measure))
         if measure == "final" and self.task_success is not None:
-            return stats.variance_components([s.to_numpy() for s in self.task_success])
-        return stats.seed_variance(self.values(measure))
+            return seed, stats.task_level([s.to_numpy() for s in self.task_success])
+        return (seed,)
 
     def interval(self, measure: str = "final") -> tuple[float, float]:
         return stats.percentile_interval(self.draws if measure == "final" else self.auc_draws)
@@ -289,28 +292,37 @@ def results(ledger: pd.DataFrame, outcomes: pd.DataFrame, curves: pd.DataFrame, 
 
 @dataclass(frozen=True)
 class Comparison:
-    """``a`` against ``b`` on one measure: the difference of their means with its bootstrap draws,
-    how it was paired, its power, and P(a > b) over seeds."""
+    """``a`` against ``b`` on one measure: the difference of their means, how it was paired, the
+    noise levels its t interval and its power come from (``stats.half_width``), and P(a > b) over
+    seeds."""
 
     estimate: float
     """Mean of a minus mean of b, in success units (over the shared seeds when paired)."""
-    draws: np.ndarray = field(repr=False)
-    """Bootstrap draws of the difference."""
+    draws: np.ndarray | None = field(repr=False)
+    """Bootstrap draws whose percentiles are the interval instead of ``levels`` (``compare`` gives
+    None: its interval is the t interval of ``levels``)."""
     pairing: str
     """``PAIRED_TASKS``, ``PAIRED_SEEDS`` or ``UNPAIRED``."""
     seeds: int
     """Seeds behind the estimate: the shared ones when paired, the smaller cell's when not."""
     variance: float
-    """Variance of one seed's contribution to the difference (paired: of a seed's difference;
-    unpaired: the sum of both cells'), for the seeds a target difference needs."""
+    """Variance of one seed's contribution to the difference (the seed level; paired: of a seed's
+    difference; unpaired: the Welch combination of both cells'); NaN with one seed."""
     standard_error: float
+    """Of the estimate, at the level that sets the 95% interval."""
     probability_of_improvement: float
     """P(a > b) over all seed pairs (rliable): the fraction of seed pairs a wins, ties half."""
     p_value: float
     """One-sided exact Mann-Whitney p of a > b over seeds (``stats.improvement_p_value``)."""
+    levels: tuple[stats.Level, ...] = ()
+    """The seed level, and the task level where both cells have per-task outcomes."""
 
     def interval(self, confidence: float = stats.CONFIDENCE) -> tuple[float, float]:
-        return stats.percentile_interval(self.draws, confidence)
+        """NaN with one seed: no seed-level variance, so no interval (not a task-level-only one)."""
+        if self.draws is not None:
+            return stats.percentile_interval(self.draws, confidence)
+        half = stats.half_width(self.levels, self.seeds, confidence)
+        return self.estimate - half, self.estimate + half
 
     @property
     def low(self) -> float:
@@ -321,13 +333,17 @@ class Comparison:
         return self.interval()[1]
 
     @property
+    def estimable(self) -> bool:
+        return not math.isnan(self.low)
+
+    @property
     def minimum_detectable_effect(self) -> float:
         """At 80% power and alpha 0.05 with these seeds (``stats.minimum_detectable_effect``)."""
-        return stats.minimum_detectable_effect(self.standard_error)
+        return stats.minimum_detectable_effect(self.levels, self.seeds)
 
     def seeds_needed(self, effect: float) -> int | None:
         """Seeds (per cell) that would detect a true difference of ``effect`` at 80% power."""
-        return stats.seeds_needed(self.variance, effect)
+        return stats.seeds_needed(self.levels, effect)
 
 
 def power_line(comparisons: Sequence[Comparison]) -> str:
@@ -335,7 +351,7 @@ def power_line(comparisons: Sequence[Comparison]) -> str:
     at 80% power and alpha 0.05 with the seeds they have, and the seeds each target would need."""
     known = [c for c in comparisons if not math.isnan(c.minimum_detectable_effect)]
     if not known:
-        return "Power: not estimable (a comparison needs two seeds, or one seed with per-task outcomes)."
+        return "Power: not estimable (a comparison needs two seeds: one seed has no seed-level variance)."
     seeds = sorted({c.seeds for c in known})
     pairings = sorted({c.pairing for c in known})
     effects = [100 * c.minimum_detectable_effect for c in known]
@@ -346,7 +362,7 @@ def power_line(comparisons: Sequence[Comparison]) -> str:
         if counts:
             needs.append(f"{100 * target:g} points needs {_span(counts, '{:d}')} seeds")
     return (
-        f"Power (80%, two-sided alpha 0.05, normal approximation from the measured seed- and task-level variance; "
+        f"Power (80%, two-sided alpha 0.05, t test with the measured seed- and task-level variance; "
         f"{', '.join(pairings)}): with {_span(seeds, '{:d}')} seeds the smallest detectable difference is "
         f"{_span(effects, '{:.1f}')} points; " + ", ".join(needs) + "."
     )
@@ -381,34 +397,61 @@ def _task_differences(a: CellResult, b: CellResult, shared: Sequence[tuple[int, 
 
 
 def compare(a: CellResult, b: CellResult, measure: str = "final") -> Comparison | None:
-    """Mean ``measure`` of ``a`` minus ``b`` with its bootstrap draws; None if either is empty or
-    lacks the measure.
+    """Mean ``measure`` of ``a`` minus ``b`` with its t interval (``stats.half_width``); None if either
+    is empty or lacks the measure.
 
     Cells that share seeds in one setting are paired: the difference is taken seed by seed (and
-    task by task where both have per-task outcomes, for ``final``) and bootstrapped by resampling
-    seeds jointly for both cells, then tasks jointly within a seed. Other cells (another env or
-    scale, no seed in common) are compared by independent bootstraps of each (``UNPAIRED``).
+    task by task where both have per-task outcomes on the same tasks, for ``final``), with the
+    seed level of the per-seed differences (n - 1 degrees of freedom) and, task by task, the task
+    level of the per-task differences. Other cells (another env or scale, no seed in common) are
+    ``UNPAIRED``: Welch's combination of the two cells' levels. One seed (shared, or in the smaller
+    cell) gives no interval.
     """
     values_a, values_b = a.values(measure), b.values(measure)
     if a.n == 0 or b.n == 0 or np.isnan(values_a).any() or np.isnan(values_b).any():
         return None
     shared = pairs(a, b)
-    rng = np.random.default_rng(zlib.crc32(repr((a.key, b.key, a.run_ids, b.run_ids, measure)).encode()))
     ranks = stats.probability_of_improvement(values_a, values_b), stats.improvement_p_value(values_a, values_b)
     if shared:
         differences = np.array([values_a[i] - values_b[j] for i, j in shared])
         per_task = _task_differences(a, b, shared) if measure == "final" else None
+        levels = (stats.seed_level(differences),)
         if per_task is not None:
-            draws, variance, pairing = stats.task_bootstrap(per_task, rng), stats.variance_components(per_task), PAIRED_TASKS
-        else:
-            draws, variance, pairing = stats.seed_bootstrap(differences, rng), stats.seed_variance(differences), PAIRED_SEEDS
-        error = math.sqrt(variance.per_seed / len(shared))
-        return Comparison(float(differences.mean()), draws, pairing, len(shared), variance.per_seed, error, *ranks)
-    draws = (a.draws - b.draws) if measure == "final" else (a.auc_draws - b.auc_draws)
-    var_a, var_b = a.variance(measure).per_seed, b.variance(measure).per_seed
-    error = math.sqrt(var_a / a.n + var_b / b.n)
-    mean = float(values_a.mean() - values_b.mean())
-    return Comparison(mean, draws, UNPAIRED, min(a.n, b.n), var_a + var_b, error, *ranks)
+            levels += (stats.task_level(per_task),)
+        pairing, seeds, estimate = PAIRED_TASKS if per_task is not None else PAIRED_SEEDS, len(shared), differences.mean()
+    else:
+        levels = _welch(a.levels(measure), a.n, b.levels(measure), b.n)
+        pairing, seeds, estimate = UNPAIRED, min(a.n, b.n), values_a.mean() - values_b.mean()
+    error = _binding_error(levels, seeds)
+    return Comparison(float(estimate), None, pairing, seeds, levels[0].variance, error, *ranks, levels=levels)
+
+
+def _welch(levels_a: Sequence[stats.Level], n_a: int, levels_b: Sequence[stats.Level], n_b: int) -> tuple[stats.Level, ...]:
+    """The levels of a difference of two independent means, as levels of one mean over
+    min(n_a, n_b) seeds: variances add as var_a / n_a + var_b / n_b, degrees of freedom by
+    Welch-Satterthwaite (the seed level) or summed (the task level); they grow with the seeds as if
+    both cells gained seeds alike."""
+    seeds = min(n_a, n_b)
+    (seed_a, *task_a), (seed_b, *task_b) = levels_a, levels_b
+    parts = (seed_a.variance / n_a, seed_b.variance / n_b)
+    variance = sum(parts)  # NaN when a cell has one seed
+    spread = parts[0] ** 2 / seed_a.df(n_a) + parts[1] ** 2 / seed_b.df(n_b) if seeds > 1 else math.nan
+    df = variance**2 / spread if spread > 0 else float(n_a + n_b - 2)
+    growth = df / (seeds - 1) if seeds > 1 else 1.0
+    levels = [stats.Level(variance * seeds, growth, growth)]
+    if task_a and task_b:
+        df = task_a[0].df(n_a) + task_b[0].df(n_b)
+        levels.append(stats.Level((task_a[0].variance / n_a + task_b[0].variance / n_b) * seeds, df / seeds, 0.0))
+    return tuple(levels)
+
+
+def _binding_error(levels: Sequence[stats.Level], seeds: int) -> float:
+    """The standard error of the level that sets the 95% half width (NaN with one seed)."""
+    if any(math.isnan(level.variance) for level in levels):
+        return math.nan
+    quantile = 0.5 + stats.CONFIDENCE / 2.0
+    binding = max(levels, key=lambda level: scipy.stats.t.ppf(quantile, level.df(seeds)) * level.standard_error(seeds))
+    return binding.standard_error(seeds)
 
 
 @dataclass(frozen=True)

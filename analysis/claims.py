@@ -35,15 +35,16 @@ then equivalent within the margin, or the variant is worse, as the line says), i
 the gain lies above +{MARGIN_POINTS:g}, and is otherwise inconclusive.
 
 Intervals of a difference are paired when both cells share seeds (same environment and scale: the
-same starting policy, task order and evaluation tasks per seed): the bootstrap resamples seeds
-jointly for both cells, then evaluation tasks jointly within a seed. Other differences resample the
-two cells independently ("unpaired"). P(a > b) is the fraction of seed pairs in which a scored
+same starting policy, task order and evaluation tasks per seed): a t interval over the per-seed
+differences (n - 1 degrees of freedom), never narrower than the t interval of the per-task
+differences' noise within seeds. Other differences combine the two cells' spreads (Welch,
+"unpaired"). One seed gives no interval (nothing measures the spread between seeds): no verdict. P(a > b) is the fraction of seed pairs in which a scored
 higher (ties half; rliable's probability of improvement), given with the one-sided exact
 Mann-Whitney p of that ranking: 0.89 with 3 against 3 seeds is p = 0.10. It is not the probability
 that a is the better method. Power: the smallest difference the comparison detects at 80% power and
 alpha 0.05 with the seeds it has, and the seeds a 3- and a 5-point difference need, from the
-measured seed- and task-level variance (normal approximation; with 3 seeds the variance itself is
-uncertain)."""
+measured seed- and task-level variance (power of the same t test, noncentral t; with 3 seeds the
+variance itself is uncertain)."""
 LAMBDA_TOLERANCE = 0.01
 """How far the mean lambda may sit from lambda0 and still "equal" it (clamping moves it slightly)."""
 CLAMP_LIMIT = 0.01
@@ -88,7 +89,8 @@ def combine(verdicts: Sequence[str]) -> str:
 
 
 def greater(comparison: Comparison) -> str:
-    """Verdict on "a > b" from ``compare(a, b)``: which side of zero its 95% interval lies on."""
+    """Verdict on "a > b" from ``compare(a, b)``: which side of zero its 95% interval lies on
+    (inconclusive without an interval)."""
     if comparison.low > 0:
         return HOLDS
     return CONTRADICTED if comparison.high < 0 else INCONCLUSIVE
@@ -99,6 +101,8 @@ def no_gain(comparison: Comparison, margin: float = stats.EQUIVALENCE_MARGIN) ->
     +-``margin`` (each at 5%: the 90% interval), and what the lower test adds."""
     low, high = comparison.interval(1.0 - 2 * stats.ALPHA)
     points = f"{100 * margin:g} pts"
+    if math.isnan(low):
+        return INCONCLUSIVE, f"not tested: {_NO_INTERVAL}"
     if low > margin:
         return CONTRADICTED, f"gain above +{points} (90% interval [{100 * low:+.2f}, {100 * high:+.2f}])"
     if high >= margin:
@@ -117,9 +121,15 @@ def describe(result: CellResult, name: str) -> str:
     return f"{name}: {100 * result.mean:.2f}{std}{interval} ({seeds})"
 
 
+_NO_INTERVAL = "no interval with one seed (no seed-level variance)"
+
+
 def describe_comparison(comparison: Comparison, a: str, b: str, verdict: str, detail: str = "") -> str:
+    interval = (
+        f"[{100 * comparison.low:+.2f}, {100 * comparison.high:+.2f}]" if comparison.estimable else f"({_NO_INTERVAL})"
+    )
     return (
-        f"{a} − {b}: {100 * comparison.estimate:+.2f} pts [{100 * comparison.low:+.2f}, {100 * comparison.high:+.2f}] "
+        f"{a} − {b}: {100 * comparison.estimate:+.2f} pts {interval} "
         f"({comparison.pairing}, n={comparison.seeds}); P({a} > {b}) over seed pairs = "
         f"{comparison.probability_of_improvement:.2f} (one-sided exact p = {comparison.p_value:.2f})"
         + (f"; {detail}" if detail else "")
@@ -311,7 +321,6 @@ def gate_in_linear_regime(evidence: Evidence) -> Claim:
     numbers: list[str] = []
     notes: list[str] = []
     verdicts = []
-    rng = np.random.default_rng(0)
     settings = dict.fromkeys(setting for block in evidence.plan.blocks for setting in evidence.plan.settings(block))
     for env, scale in settings:
         cell = evidence.cells[evidence.plan.cell(MAIN.variant("gaca"), env, scale)]
@@ -325,7 +334,8 @@ def gate_in_linear_regime(evidence: Evidence) -> Claim:
                 notes.append(f"{name} logged by {values.size} of {cell.expected_seeds} seeds")
                 verdicts.append(MISSING)
                 continue
-            low, high = stats.percentile_interval(stats.seed_bootstrap(values, rng))
+            half = stats.half_width([stats.seed_level(values)], values.size)  # t interval over seeds
+            low, high = values.mean() - half, values.mean() + half
             verdicts.append(check(low, high))
             numbers.append(f"{name}: {values.mean():.4f} [{low:.4f}, {high:.4f}] (n={values.size}) → {verdicts[-1]}")
     if not verdicts:
@@ -407,7 +417,7 @@ def markdown(claims: Sequence[Claim], header: Sequence[str], efficiency: pd.Data
             "## Power of each comparison",
             "",
             "Smallest difference detected at 80% power (two-sided alpha 0.05) with the seeds at hand, and the "
-            "seeds per cell a 3- and a 5-point difference need, from the measured variance (normal approximation).",
+            "seeds per cell a 3- and a 5-point difference need, from the measured variance (power of the t test).",
             "",
             "| # | Comparison | Pairing | Seeds | Detectable (pts) | " + " | ".join(_target_headings()) + " |",
             "| --- | --- | --- | ---: | ---: | " + " | ".join("---:" for _ in stats.DETECTION_TARGETS) + " |",
@@ -466,7 +476,7 @@ def latex_table(claims: Sequence[Claim]) -> str:
             r"\small",
             r"\caption*{Power of each comparison behind a verdict: the smallest difference detected at 80\% power "
             r"(two-sided $\alpha = 0.05$) with the seeds at hand, and the seeds per cell a 3- and a 5-point "
-            r"difference need, from the measured seed- and task-level variance (normal approximation).}",
+            r"difference need, from the measured seed- and task-level variance (power of the t test).}",
             r"\footnotesize",
             r"\begin{tabular}{rp{0.36\linewidth}lrr" + "r" * len(stats.DETECTION_TARGETS) + "}",
             r"\toprule",

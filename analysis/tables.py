@@ -44,7 +44,7 @@ PAPER_DIAGNOSTICS = {
 PAIRING_MARKS = {PAIRED_TASKS: "", PAIRED_SEEDS: "^{s}", UNPAIRED: "^{u}"}
 PAIRING_NOTES = {
     PAIRED_SEEDS: r"$^{s}$: paired by seed only (an AUC, or a final score without per-task outcomes)",
-    UNPAIRED: r"$^{u}$: unpaired, independent bootstraps (the cells share no seed)",
+    UNPAIRED: r"$^{u}$: unpaired, Welch's t interval (the cells share no seed)",
 }
 
 
@@ -80,13 +80,21 @@ def difference(comparison: Comparison | None) -> str:
     return f"${100 * comparison.estimate:+.2f}{PAIRING_MARKS[comparison.pairing]}$"
 
 
+NOT_ESTIMABLE = "n/e"
+"""A difference over one seed: no seed-level variance, so no interval."""
+
+
 def difference_interval(comparison: Comparison | None) -> str:
-    return NOT_RUN if comparison is None else interval(comparison.low, comparison.high, signed=True)
+    if comparison is None:
+        return NOT_RUN
+    return interval(comparison.low, comparison.high, signed=True) if comparison.estimable else NOT_ESTIMABLE
 
 
 def _pairing_notes(comparisons: Sequence[Comparison | None]) -> str:
     pairings = {comparison.pairing for comparison in comparisons if comparison is not None}
     notes = [note for pairing, note in PAIRING_NOTES.items() if pairing in pairings]
+    if any(comparison is not None and not comparison.estimable for comparison in comparisons):
+        notes.append(f"{NOT_ESTIMABLE}: one seed, no interval")
     return ("; ".join(notes) + ".") if notes else ""
 
 
@@ -174,8 +182,8 @@ def main_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) 
     caption = (
         rf"Evaluation success (\%), final: {_selection_text(selection)}; AUC: mean over the run's evaluations "
         r"(area under the evaluation curve); mean $\pm$ std over seeds. "
-        r"Best per row in bold. $\Delta$: GACA minus GiGPO in points, with a 95\% bootstrap interval paired by "
-        r"seed and evaluation task (seeds resampled jointly for both methods, then tasks within a seed). "
+        r"Best per row in bold. $\Delta$: GACA minus GiGPO in points, with a 95\% t interval paired by seed and "
+        r"evaluation task (over the per-seed differences, never narrower than their task-level noise). "
         r"$P$: the fraction of seed pairs in which GACA scores higher (ties half), with the one-sided exact "
         r"Mann-Whitney $p$ of that ranking; not the probability that GACA is better. "
         + _pairing_notes(gains["final"] + gains["auc"])
@@ -237,7 +245,7 @@ def ablation_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: s
         rf"Ablations on {escape(environment_label(env))} at scale {escape(scale_label(scale))}: "
         rf"evaluation success (\%, {_selection_text(selection)}), mean $\pm$ std over seeds, best per block in bold, "
         r"95\% bootstrap interval over seeds and evaluation tasks; AUC: mean success over the run's evaluations; "
-        r"$\Delta$: points against GACA with every default, its 95\% interval paired by seed and evaluation task.",
+        r"$\Delta$: points against GACA with every default, its 95\% t interval paired by seed and evaluation task.",
         _pairing_notes(all_gains),
     ]
     if shared:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from analysis import cells
+from analysis import cells, claims, stats
 from analysis.blocks import get_block
 from analysis.cells import PAIRED_SEEDS, PAIRED_TASKS, UNPAIRED, CellKey, CellResult, Plan, compare
 
@@ -34,14 +34,24 @@ def test_pairing_removes_the_seed_effect_the_cells_share():
     paired, unpaired = compare(a, b), compare(a, cell("b", [8, 20, 32], env="shop"))
     assert paired.pairing == PAIRED_TASKS and unpaired.pairing == UNPAIRED
     assert paired.estimate == pytest.approx(0.05) and unpaired.estimate == pytest.approx(0.05)
-    # Paired: every seed's task differences are two 1s among 40 zeros and ones, so a draw's mean is
-    # Binomial(120, 1/20) / 120 over the three resampled seeds.
-    low, high = scipy.stats.binom.ppf([0.025, 0.975], 120, 1 / 20) / 120
-    assert paired.low == pytest.approx(low, abs=1.5 / 120)
-    assert paired.high == pytest.approx(high, abs=1.5 / 120)
+    # Paired: equal differences every seed, so the task level sets the interval: two 1s among 40
+    # task differences, variance p(1 - p) x 40/39 per task, over 40 tasks and 3 seeds, 117 df.
+    error = np.sqrt(0.05 * 0.95 * 40 / 39 / 40 / 3)
+    assert paired.high - paired.estimate == pytest.approx(scipy.stats.t.ppf(0.975, 117) * error)
+    assert paired.standard_error == pytest.approx(error)
+    # Unpaired: each cell's seeds vary by 0.3 (variance 0.09), Welch 4 df: t_{4, 0.975} sqrt(0.09 x 2 / 3).
+    assert unpaired.high - unpaired.estimate == pytest.approx(2.776445 * np.sqrt(0.06), rel=1e-6)
     assert width(paired) < width(unpaired) / 4
-    # Variance of a seed's difference: 0 between seeds, p(1 - p) x 40/39 between tasks, over 40 tasks.
-    assert paired.variance == pytest.approx(0.05 * 0.95 * 40 / 39 / 40)
+
+
+def test_the_paired_interval_is_the_t_interval_of_the_per_seed_differences():
+    # No task noise in the differences: a beats b by 2, 4 and 9 tasks of 40 on the same tasks.
+    a, b = cell("a", [12, 24, 39]), cell("b", [10, 20, 30])
+    comparison = compare(a, b)
+    differences = np.array([2, 4, 9]) / TASKS
+    half = 4.302653 * differences.std(ddof=1) / np.sqrt(3)
+    assert comparison.low == pytest.approx(differences.mean() - half, rel=1e-6)
+    assert comparison.high == pytest.approx(differences.mean() + half, rel=1e-6)
 
 
 def test_pairing_does_not_narrow_what_the_cells_do_not_share():
@@ -53,7 +63,18 @@ def test_pairing_does_not_narrow_what_the_cells_do_not_share():
     assert paired.pairing == PAIRED_SEEDS and unpaired.pairing == UNPAIRED
     assert paired.variance == pytest.approx(0.04) and unpaired.variance == pytest.approx(0.04)
     assert paired.standard_error == pytest.approx(unpaired.standard_error)
-    assert paired.draws.std() == pytest.approx(unpaired.draws.std(), rel=0.1)
+    # Paired: 2 df; Welch: 0.04^2 / (0.01^2 / 2 + 0.03^2 / 2) = 3.2 df, so unpaired is a little narrower.
+    assert width(paired) == pytest.approx(2 * 4.302653 * np.sqrt(0.04 / 3), rel=1e-6)
+    assert width(unpaired) == pytest.approx(2 * scipy.stats.t.ppf(0.975, 3.2) * np.sqrt(0.04 / 3), rel=1e-6)
+
+
+def test_one_shared_seed_gives_no_interval():
+    comparison = compare(cell("a", [12]), cell("b", [10]))
+    assert comparison.pairing == PAIRED_TASKS and not comparison.estimable
+    assert np.isnan(comparison.minimum_detectable_effect) and comparison.seeds_needed(0.03) is None
+    assert "no interval with one seed" in claims.describe_comparison(comparison, "a", "b", claims.greater(comparison))
+    assert claims.greater(comparison) == claims.INCONCLUSIVE
+    assert claims.no_gain(comparison)[0] == claims.INCONCLUSIVE
 
 
 def test_pairing_uses_the_shared_seeds_only():
@@ -75,7 +96,8 @@ def test_the_area_under_the_curve_is_compared_by_seed():
     b = CellResult(CellKey((("b", 1),), "household", "tiny"), ("b0", "b1"), (0, 1), np.array([0.4, 0.6]), None, np.array([0.2, 0.3]))
     comparison = compare(a, b, "auc")
     assert (comparison.pairing, comparison.estimate) == (PAIRED_SEEDS, pytest.approx(0.15))
-    assert comparison.low == pytest.approx(0.1) and comparison.high == pytest.approx(0.2)
+    # Differences 0.1 and 0.2: 0.15 +- t_{1, 0.975} x 0.0707 / sqrt(2) = 0.15 +- 12.706 x 0.05.
+    assert comparison.low == pytest.approx(0.15 - 12.706205 * 0.05) and comparison.high == pytest.approx(0.15 + 12.706205 * 0.05)
     assert compare(a, CellResult(b.key, b.run_ids, b.seeds, b.success, None), "auc") is None  # b has no curve
 
 
@@ -83,17 +105,19 @@ def test_power_follows_the_seeds_found():
     three = compare(cell("a", [10, 22, 34]), cell("b", [8, 21, 31]))
     five = compare(cell("a", [10, 22, 34, 16, 28]), cell("b", [8, 21, 31, 15, 27]))
     assert five.seeds == 5 and three.seeds == 3
-    assert three.minimum_detectable_effect == pytest.approx(2.8016 * np.sqrt(three.variance / 3), rel=1e-4)
-    assert five.minimum_detectable_effect == pytest.approx(2.8016 * np.sqrt(five.variance / 5), rel=1e-4)
-    assert three.seeds_needed(0.03) == int(np.ceil(2.8016**2 * three.variance / 0.03**2 - 1e-9))
+    # The seed level binds here: per-seed differences 2, 1, 3 (and 1, 1) tasks of 40.
+    assert three.minimum_detectable_effect == pytest.approx(stats.minimum_detectable_effect(three.levels, 3))
+    assert three.minimum_detectable_effect > 5.65 * np.sqrt(three.variance / 3)  # noncentral t, 2 df
+    assert three.seeds_needed(three.minimum_detectable_effect * (1 + 1e-9)) == 3
+    assert five.seeds_needed(five.minimum_detectable_effect * (1 + 1e-9)) == 5
     line = cells.power_line([three, five])
     assert "with 3-5 seeds the smallest detectable difference is" in line
-    assert "paired by seed and task" in line
+    assert "paired by seed and task" in line and "t test" in line
 
 
 def test_expected_seeds_come_from_the_runs_not_a_constant():
     plan = Plan((get_block("detector"), get_block("lambda0")))
-    key = {v.name: plan.cell(v, "household", "tiny") for b in plan.blocks for v in b.variants}
+    key = {v.name: plan.cell(v, *plan.settings(b)[0]) for b in plan.blocks for v in b.variants}
     five, three = (0, 1, 2, 3, 4), (0, 1, 2)
     found = {key["random"]: five, key["entropy"]: five, key["uniform"]: three}
     found.update({key[f"lambda0={x}"]: three for x in ("0", "0.25", "0.75", "1")})

@@ -69,30 +69,64 @@ def test_seed_bootstrap_needs_two_seeds():
     assert 0.4 <= low <= 0.5 <= high <= 0.6
 
 
-def test_variance_components_split_seed_and_task_levels():
-    # Within seeds: task variances 1/3, 0, 0 (ddof = 1), mean 1/9. Seed means 0.5, 1, 0 vary by 0.25,
-    # of which (1/9) / 4 tasks is task noise: the seed level is 0.25 - 1/36 = 2/9.
-    variance = stats.variance_components([np.array([1, 0, 1, 0]), np.ones(4), np.zeros(4)])
-    assert variance.task == pytest.approx(1 / 9)
-    assert variance.seed == pytest.approx(2 / 9)
-    assert variance.tasks == 4
-    assert variance.per_seed == pytest.approx(0.25)  # the variance of the seed means, as measured
+def test_the_levels_of_a_mean_over_seeds():
+    # Seed means 0.5, 1, 0: sample variance 0.25 (n - 1 = 2 df). Task variances 1/3, 0, 0 (ddof = 1),
+    # mean 1/9, over 4 tasks: 1/36 per seed, with 3 df per seed.
+    task_values = [np.array([1, 0, 1, 0]), np.ones(4), np.zeros(4)]
+    seed = stats.seed_level([v.mean() for v in task_values])
+    task = stats.task_level(task_values)
+    assert (seed.variance, seed.df(3)) == (pytest.approx(0.25), 2)
+    assert (task.variance, task.df(3)) == (pytest.approx(1 / 36), 9)
+    assert math.isnan(stats.seed_level([0.7]).variance)
 
 
-def test_the_seed_level_is_not_negative_and_one_seed_leaves_it_unknown():
-    noisy_tasks = stats.variance_components([np.array([1, 0, 1, 0]), np.array([0, 1, 0, 1])])
-    assert noisy_tasks.seed == 0.0  # equal seed means: everything is task noise
-    assert math.isnan(stats.variance_components([np.array([1, 0])]).seed)
-    assert stats.seed_variance([0.5, 0.7, 0.6]).per_seed == pytest.approx(0.01)
+def test_the_interval_is_the_paired_t_interval_over_seeds():
+    # Three per-seed differences, no task noise: exactly mean +- t_{2, 0.975} x s / sqrt(3).
+    differences = [0.02, 0.05, 0.11]
+    s = np.std(differences, ddof=1)
+    levels = [stats.seed_level(differences), stats.task_level([np.full(128, d) for d in differences])]
+    assert stats.half_width(levels, 3) == pytest.approx(4.302653 * s / math.sqrt(3), rel=1e-6)
+    assert stats.half_width(levels, 3, 0.90) == pytest.approx(2.919986 * s / math.sqrt(3), rel=1e-6)
 
 
-def test_minimum_detectable_effect_and_seeds_needed():
-    # (z_0.975 + z_0.8) = 1.959964 + 0.841621 = 2.801585
-    assert stats.minimum_detectable_effect(0.01) == pytest.approx(0.02801585, rel=1e-6)
-    # 2.801585^2 x 0.0049 / 0.03^2 = 42.73 -> 43 seeds; a tiny variance still needs 2
-    assert stats.seeds_needed(0.0049, 0.03) == 43
-    assert stats.seeds_needed(1e-9, 0.03) == 2
-    assert stats.seeds_needed(float("nan"), 0.03) is None
+def test_the_interval_is_never_narrower_than_the_task_noise():
+    # Every seed gains one task of four: equal differences (zero seed-level spread), task variance
+    # 1/4 over 4 tasks per seed, 9 df: t_{9, 0.975} x sqrt(1/16 / 3).
+    task_values = [np.array([1, 0, 0, 0])] * 3
+    levels = [stats.seed_level([0.25] * 3), stats.task_level(task_values)]
+    assert stats.half_width(levels, 3) == pytest.approx(2.262157 * math.sqrt(1 / 16 / 3), rel=1e-6)
+
+
+def test_one_seed_has_no_interval_and_no_power():
+    levels = [stats.seed_level([0.1]), stats.task_level([np.array([1.0, 0.0])])]
+    assert math.isnan(stats.half_width(levels, 1))
+    assert math.isnan(stats.minimum_detectable_effect(levels, 1))
+    assert stats.seeds_needed(levels, 0.03) is None
+
+
+def test_minimum_detectable_effect_is_the_power_of_the_t_test():
+    # Many degrees of freedom: the normal (z_0.975 + z_0.8) = 2.801585 standard errors.
+    many = [stats.Level(1e-4, 1e6, 0.0)]
+    assert stats.minimum_detectable_effect(many, 2) == pytest.approx(2.801585 * math.sqrt(1e-4 / 2), rel=1e-4)
+    # 3 seeds (2 df): the t test rejects with probability 0.8 at 5.653 standard errors.
+    effect = stats.minimum_detectable_effect([stats.Level(0.0049)], 3)
+    assert effect == pytest.approx(5.653 * math.sqrt(0.0049 / 3), rel=1e-3)
+    critical = scipy.stats.t.ppf(0.975, 2)
+    assert scipy.stats.nct.sf(critical, 2, effect / math.sqrt(0.0049 / 3)) == pytest.approx(0.8, abs=1e-3)
+
+
+@pytest.mark.parametrize("seeds", [2, 3, 5, 12])
+def test_seeds_needed_inverts_the_minimum_detectable_effect(seeds):
+    levels = [stats.Level(0.0049), stats.Level(0.0009, 127.0, 0.0)]
+    effect = stats.minimum_detectable_effect(levels, seeds)
+    assert stats.seeds_needed(levels, effect * (1 + 1e-9)) == seeds
+    assert stats.seeds_needed(levels, effect * 0.999) == seeds + 1
+
+
+def test_seeds_needed_is_at_least_two_and_above_the_normal_approximation():
+    assert stats.seeds_needed([stats.Level(1e-9)], 0.03) == 2
+    # The normal approximation asks for ceil(2.801585^2 x 0.0049 / 0.03^2) = 43; the t test a little more.
+    assert stats.seeds_needed([stats.Level(0.0049)], 0.03) == 45
 
 
 @pytest.mark.parametrize(
