@@ -23,6 +23,7 @@ COMMANDS = {
     "search": ("gaca.orchestration.search", "Optuna search over the gate: gaca search gate [--trials N] [--workers K]"),
     "report": ("analysis.report", "LaTeX tables, figures and claims from MLflow: gaca report [BLOCK ...] [--out reports/]"),
     "mlflow": ("gaca.tracking.server", "serve the project's MLflow store on 127.0.0.1 for the UI"),
+    "verl-agent": ("gaca.verl.agent_check", "can gaca's hooks run this verl-agent checkout: gaca verl-agent check PATH"),
     "bench": (None, "print a benchmark table: gaca bench {" + "|".join(BENCHMARKS) + "}"),
 }
 

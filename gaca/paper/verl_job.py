@@ -1,10 +1,11 @@
-"""A run config as a verl training job: ``python -m verl.trainer.main_ppo`` with Hydra overrides,
-the environment the process needs, and the folder it starts in.
+"""A run config as a verl training job: ``python -m gaca.verl.agent_main`` (verl-agent's
+``verl.trainer.main_ppo`` with gaca's hooks) with Hydra overrides, the environment the process
+needs, and the folder it starts in.
 
-The trainer is verl-agent's (the public GiGPO code: a fork of verl whose trainer adds the multi-turn
-environment loop that ALFWorld and WebShop need). The estimator is gaca's verl plugin (``gaca.verl``),
-named by ``algorithm.adv_estimator`` (gaca, gigpo, and gaca_grpo for grpo, since ``grpo`` stays
-verl's own), its options under ``+algorithm.gaca.*``.
+The trainer is an unmodified verl-agent checkout (the public GiGPO code: a fork of verl whose trainer
+adds the multi-turn environment loop that ALFWorld and WebShop need); ``gaca.verl.agent_hooks``
+makes it run gaca's estimators, named by ``algorithm.adv_estimator`` (gaca, gigpo, and gaca_grpo
+for grpo, since ``grpo`` stays verl's own), their options under ``+algorithm.gaca.*``.
 
 One command line composes with verl 0.9.1's ``ppo_trainer.yaml`` and with verl-agent's:
 
@@ -34,7 +35,8 @@ from typing import Any, Mapping
 from gaca.tracking.tags import run_name
 from gaca.trainer.config import RunConfig
 
-TRAINER_MODULE = "verl.trainer.main_ppo"
+TRAINER_MODULE = "gaca.verl.agent_main"
+"""Checks the verl-agent checkout, installs gaca's hooks, then runs its ``verl.trainer.main_ppo``."""
 RUN_ID_PENDING = "<created or resumed by the job>"
 """``MLFLOW_RUN_ID`` as printed by ``--dry-run`` for a run MLflow does not hold yet."""
 ADV_ESTIMATORS = {"grpo": "gaca_grpo", "gigpo": "gigpo", "gaca": "gaca"}

@@ -2,8 +2,10 @@
 
 - verl 0.9.1 (legacy trainer, ``trainer.use_v1=false``): installing gaca makes
   ``algorithm.adv_estimator=gaca|gigpo|gaca_grpo`` work, options under ``+algorithm.gaca.*``.
-- verl-agent's own trainer: call ``add_step_index`` after the rollout and
-  ``compute_batch_advantages`` from its ``compute_advantage``.
+- verl-agent's own trainer, unmodified: ``python -m gaca.verl.agent_main`` installs the hooks of
+  ``gaca.verl.agent_hooks`` (no critic, ``add_step_index`` after the rollout,
+  ``compute_batch_advantages`` from its ``compute_advantage``) and runs its ``main_ppo``;
+  ``gaca verl-agent check PATH`` checks a checkout.
 
 Nothing here imports verl; the batch layout is documented in ``gaca.verl.batch``.
 """
