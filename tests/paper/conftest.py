@@ -17,7 +17,7 @@ STANDIN = Path(__file__).with_name("standin_main_ppo.py")
 """The CPU stand-in for `python -m verl.trainer.main_ppo`."""
 MODEL = "/models/Qwen2.5-1.5B-Instruct"
 """A checkpoint path: only written into the command line (nothing loads it here)."""
-PAPER = ["backend=verl", "trainer=paper", "model=path", f"model.path={MODEL}"]
+PAPER = ["backend=verl", "trainer=paper", "model=path", f"model.path={MODEL}", "env=household"]
 
 
 def standin_overrides(iterations: int = 4, eval_every: int = 2) -> list[str]:

@@ -29,16 +29,16 @@ def test_cpu_is_the_default_and_its_node_leaves_the_run_key_as_before_backends()
 
 def test_verl_is_another_run_but_placement_fields_are_not_identity():
     _, cpu = compose_run("trainer=paper", "model=path", "model.path=/models/x")
-    _, verl = compose_run("backend=verl", "trainer=paper", "model=path", "model.path=/models/x")
+    _, verl = compose_run("backend=verl", "env=household", "trainer=paper", "model=path", "model.path=/models/x")
     assert run_key(cpu) != run_key(verl)
     _, placed = compose_run(
-        *PAPER[:1], "trainer=paper", "model=path", "model.path=/models/x",
+        *PAPER[:1], "env=household", "trainer=paper", "model=path", "model.path=/models/x",
         "backend.gpus_per_node=8", "backend.nnodes=2", "backend.data_dir=/data/elsewhere",
         "backend.verl_agent_dir=/src/verl-agent", "backend.trainer_command=[python,other.py]",
         "+backend.env_vars.NCCL_DEBUG=WARN", "backend.micro_batch_size_per_gpu=4",
     )
     assert run_key(placed) == run_key(verl)
-    _, longer = compose_run("backend=verl", "trainer=paper", "model=path", "model.path=/models/x",
+    _, longer = compose_run("backend=verl", "env=household", "trainer=paper", "model=path", "model.path=/models/x",
                             "backend.max_response_length=1024")
     assert run_key(longer) != run_key(verl)
 
@@ -53,16 +53,16 @@ def test_verl_backend_takes_the_paper_horizon_of_each_family_unless_overridden()
 @pytest.mark.parametrize(
     ("overrides", "named"),
     [
-        (["backend=verl", "trainer=paper"], "model=path model.path="),
-        (["backend=verl", "trainer=paper", "model=small"], "model=small"),
-        (["backend=verl", "model=path", "model.path=/m"], "trainer.init=bc"),
-        (["backend=verl", "trainer=paper", "model=path", "model.path=/m", "trainer.clip_ratio_c=null"],
+        (["backend=verl", "env=household", "trainer=paper"], "model=path model.path="),
+        (["backend=verl", "env=household", "trainer=paper", "model=small"], "model=small"),
+        (["backend=verl", "env=household", "model=path", "model.path=/m"], "trainer.init=bc"),
+        (["backend=verl", "env=household", "trainer=paper", "model=path", "model.path=/m", "trainer.clip_ratio_c=null"],
          "trainer.clip_ratio_c"),
         (["backend.name=gpu"], "backend.name must be one of ['cpu', 'verl']"),
-        (["backend=verl", *PAPER[1:], "backend.nnodes=0"], "backend.nnodes"),
-        (["backend=verl", *PAPER[1:], "backend.trainer_command=[]"], "backend.trainer_command"),
-        (["backend=verl", *PAPER[1:], "backend.overrides=[no_equals_sign]"], "backend.overrides"),
-        (["backend=verl", *PAPER[1:], "+backend.gpus=4"], "backend.gpus"),
+        (["backend=verl", "env=household", *PAPER[1:], "backend.nnodes=0"], "backend.nnodes"),
+        (["backend=verl", "env=household", *PAPER[1:], "backend.trainer_command=[]"], "backend.trainer_command"),
+        (["backend=verl", "env=household", *PAPER[1:], "backend.overrides=[no_equals_sign]"], "backend.overrides"),
+        (["backend=verl", "env=household", *PAPER[1:], "+backend.gpus=4"], "backend.gpus"),
     ],
 )
 def test_bad_verl_configs_raise_a_config_error_naming_the_key(overrides, named):

@@ -111,8 +111,8 @@ def test_a_crashed_trainer_fails_the_run_and_a_rerun_resumes_it_in_the_same_mlfl
 @pytest.mark.parametrize(
     ("overrides", "named"),
     [
-        (["backend=verl", "trainer=paper"], "model=path model.path="),
-        (["backend=verl", "model=path", f"model.path={MODEL}"], "trainer.init=bc"),
+        (["backend=verl", "env=household", "trainer=paper"], "model=path model.path="),
+        (["backend=verl", "env=household", "model=path", f"model.path={MODEL}"], "trainer.init=bc"),
         ([*PAPER, "env.horizon=0"], "horizon"),
     ],
 )
