@@ -78,7 +78,7 @@ class TrainerConfig:
     """Evaluate on the held-out tasks every this many iterations (and before the first and after the last)."""
     num_eval_tasks: int | None = None
     """Evaluate on the first n held-out tasks; None = all of env.num_eval_tasks."""
-    eval_episodes_per_task: int = 1
+    eval_episodes_per_task: int = 4
     """Episodes per held-out task in every evaluation (k), drawn from the evaluation's seeded generator;
     the score is the mean over tasks x k episodes (128 x 4 = 512 keeps a score's binomial std near 2 points)."""
     checkpoint_every: int = 5
@@ -91,7 +91,7 @@ class TrainerConfig:
     """torch intra-op threads; 1 keeps parallel sweep jobs from fighting over cores; None = torch's default."""
     transcripts: int = 3
     """Evaluation transcripts saved as text artifacts at each evaluation."""
-    estimated_cpu_minutes: float = 10.0
+    estimated_cpu_minutes: float = 3.0
     """Wall-clock estimate of one run on 2 CPU cores, used by sweep --dry-run."""
     estimated_gpu_hours: float = 0.0
     """GPU-hour estimate of one run (paper preset), used by sweep --dry-run."""

@@ -40,7 +40,7 @@ def test_dry_run_lists_the_runs_and_the_cpu_minutes(workspace: Path, capsys):
 
     out = capsys.readouterr().out
     assert out.count("to run") == 9 + 1 and "algorithm.detector=random" in out
-    assert "to launch: 9 runs, about 24.3 CPU minutes (2.70 per run)" in out and "dry run: nothing launched" in out
+    assert "to launch: 9 runs, about 27.0 CPU minutes (3.00 per run)" in out and "dry run: nothing launched" in out
     assert not (workspace / "mlflow.db").exists() and not (workspace / "multirun").exists()
 
 
