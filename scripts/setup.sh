@@ -13,7 +13,9 @@ quiet_pip() {  # pip, without this machine's noise about missing local index fol
     printf '%s\n' "$log" >&2
     return 1
   fi
-  printf '%s\n' "$log" | grep -v -e '^WARNING: Location' -e '^$' || true
+  # setuptools' editable-install notice (a 10-line block ending in its source line) says nothing to a user
+  printf '%s\n' "$log" | awk '/BuildBackendWarning: Editable installation/ {skip=1} !skip {print} /with strategy, WheelFile/ {skip=0}' \
+    | grep -v -e '^WARNING: Location' -e '^$' || true
 }
 
 # A venv left half-made (interrupted while installing pip) is made again.
