@@ -82,9 +82,9 @@ def test_batch_signal_on_a_hand_computed_batch():
     # Rows carrying signal: 0, 2, 3 -> A^S (2, 0, 1), A^E (1, -1, 0).
     assert signal[STEP_EPISODE_CORR] == pytest.approx(np.corrcoef([2, 0, 1], [1, -1, 0])[0, 1])
     assert signal[C_LENGTH_CORR] == pytest.approx(np.corrcoef([2, 1, 0.5, 0.5], [2, 4, 1, 3])[0, 1])
-    # No spread, no correlation: the key is left out rather than logged as NaN.
+    # No spread: no linear relation can be measured; 0 keeps a point every iteration.
     flat = AdvantageOutput(advantages=torch.zeros(4), episode=torch.zeros(4), step_level=torch.zeros(4))
-    assert STEP_EPISODE_CORR not in batch_signal(rollouts, flat, horizon=4)
+    assert batch_signal(rollouts, flat, horizon=4)[STEP_EPISODE_CORR] == 0.0
 
 
 def test_a_gaca_run_logs_the_signal_metrics_every_iteration(workdir, compose_run):
