@@ -29,7 +29,7 @@ def test_run_follows_the_tracking_contract(workdir, compose_run):
     assert record.info.status == "FINISHED" and record.info.run_id == result.run_id
     tags = record.data.tags
     assert tags["gaca.run_key"] == result.run_key
-    assert (tags["gaca.block"], tags["gaca.method"], tags["gaca.env"], tags["gaca.seed"]) == ("adhoc", "gaca", "household", "1")
+    assert (tags["gaca.block"], tags["gaca.method"], tags["gaca.env"], tags["gaca.seed"]) == ("adhoc", "gaca", "errand", "1")
     assert tags["gaca.scale"] == "tiny" and tags["gaca.backend"] == "cpu" and tags["gaca.git_commit"]
     params = record.data.params
     assert params["algorithm.lambda0"] == "0.5" and params["trainer.group_size"] == "4" and params["env.horizon"] == "6"
