@@ -46,6 +46,7 @@ def server_command(store: str, host: str, port: int, workers: int, extra: list[s
     return [
         mlflow, "server",
         "--backend-store-uri", store,
+        "--registry-store-uri", store,  # the same store, said explicitly (mlflow prints a line otherwise)
         "--artifacts-destination", str(Path(ARTIFACTS).resolve()),
         "--host", host,
         "--port", str(port),
@@ -62,4 +63,6 @@ def main(argv: list[str]) -> int:
     print(f"gaca mlflow: serving {redact_uri(store)} at http://{args.host}:{args.port} (UI and tracking API)", file=sys.stderr)
     print(f"gaca mlflow: for jobs, export MLFLOW_TRACKING_URI=http://{args.host}:{args.port}", file=sys.stderr)
     sys.stderr.flush()
+    # Starlette's deprecation of the WSGI middleware that mlflow's server imports says nothing to a user.
+    os.environ.setdefault("PYTHONWARNINGS", "ignore:starlette.middleware.wsgi is deprecated")
     os.execv(command[0], command)  # the server replaces this process: signals reach it directly
