@@ -65,6 +65,9 @@ def plan_runs(total: int, iterations: int) -> list[SyntheticRun]:
         ("gaca", ABLATION_ENVIRONMENT, ABLATION_SCALE, dict(variants[name].overrides), rate)
         for name, rate in ABLATION_SUCCESS.items()
     ]
+    if (ABLATION_ENVIRONMENT, ABLATION_SCALE) not in MAIN_SUCCESS:  # the ablations' reference row: GACA's defaults
+        gaca = MAIN_SUCCESS[("household", ABLATION_SCALE)]["gaca"]
+        configurations.append(("gaca", ABLATION_ENVIRONMENT, ABLATION_SCALE, {}, gaca))
     seeds = (total - UNFINISHED - DUPLICATES) // len(configurations)
     rng = np.random.default_rng(0)
     runs = []
