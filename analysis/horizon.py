@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.blocks import DEFAULT_CONFIG, METHOD_KEYS, METHOD_LABELS, METHODS
-from analysis.collect import PARAM_PREFIX
+from analysis.blocks import DEFAULT_CONFIG, METHOD_LABELS, METHODS, canonical_config
+from analysis.collect import PARAM_PREFIX, run_config
 from analysis.figures import METHOD_COLORS, PANEL_SIZE, STYLE, save
 
 BLOCK = "horizon"
@@ -23,22 +23,21 @@ ENV = "errand"
 
 
 def horizon_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per (method, horizon, seed): the newest finished errand run at the default estimator."""
-    keep = (runs["status"] == "FINISHED") & (runs["env"] == ENV) & runs["method"].isin(METHODS)
-    chosen = runs[keep]
-    for method in METHODS:
-        for key in METHOD_KEYS[method]:
-            column = PARAM_PREFIX + key
-            if column not in chosen:
-                return chosen.iloc[0:0]
-            wrong = (chosen["method"] == method) & (chosen[column].astype(str) != str(DEFAULT_CONFIG[key]))
-            if key in ("algorithm.gamma", "algorithm.lambda0", "algorithm.alpha_lambda", "algorithm.beta_lambda",
-                       "algorithm.alpha_c", "algorithm.step_weight"):
-                wrong = (chosen["method"] == method) & (chosen[column].astype(float) != float(DEFAULT_CONFIG[key]))
-            chosen = chosen[~wrong]
+    """One row per (method, horizon, seed): the newest finished errand run at the default estimator
+    (``blocks.canonical_config`` decides, as for every table cell)."""
+    defaults = {method: canonical_config({**DEFAULT_CONFIG, "algorithm.method": method}) for method in METHODS}
+
+    def at_default(row: pd.Series) -> bool:
+        try:
+            return canonical_config({**run_config(row), "algorithm.method": row["method"]}) == defaults[row["method"]]
+        except KeyError:  # a param the method reads was not logged
+            return False
+
+    chosen = runs[(runs["status"] == "FINISHED") & (runs["env"] == ENV) & runs["method"].isin(METHODS)]
     horizon = PARAM_PREFIX + "env.horizon"
-    if horizon not in chosen or chosen.empty:
+    if chosen.empty or horizon not in chosen:
         return chosen.iloc[0:0]
+    chosen = chosen[[at_default(row) for _, row in chosen.iterrows()]]
     chosen = chosen.assign(horizon=chosen[horizon].astype(int), points=chosen["final"] * 100)
     return chosen.drop_duplicates(subset=["method", "horizon", "seed"])  # newest first
 

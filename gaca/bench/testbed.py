@@ -9,12 +9,11 @@ behaviour clone collected before any update; "trained" is the mean of the last t
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import tempfile
 
 from mlflow.tracking import MlflowClient
 
+from gaca.bench.train import train_in_temporary_store
 from gaca.trainer.signal import C_LENGTH_CORR, LENGTH_FRAC, MIXED_GROUP_FRAC, STEP_EPISODE_CORR, ZERO_ADVANTAGE_FRAC
 
 TESTBEDS: dict[str, list[str]] = {
@@ -49,35 +48,20 @@ LAST = 3
 
 def measure(name: str, overrides: list[str]) -> dict[str, tuple[float | None, float | None]]:
     """Train one run of testbed ``name``; metric -> (start value, trained value)."""
-    from hydra import compose, initialize_config_dir
 
-    from gaca.trainer.entry import CONF_DIR, validate
-    from gaca.trainer.loop import train
+    def read(client: MlflowClient, run_id: str) -> dict[str, tuple[float | None, float | None]]:
+        values = {}
+        for _, key in PROPERTIES:
+            history = sorted(client.get_metric_history(run_id, key), key=lambda m: m.step)
+            if not history:
+                values[key] = (None, None)
+                continue
+            first = history[0].value if history[0].step == 1 else None
+            values[key] = (first, statistics.fmean(m.value for m in history[-LAST:]))
+        return values
 
-    with tempfile.TemporaryDirectory() as folder:
-        previous = os.getcwd()
-        os.chdir(folder)
-        try:
-            with initialize_config_dir(str(CONF_DIR), version_base=None):
-                cfg = compose("train", overrides=[*TESTBEDS[name], *overrides])
-            run, resolved = validate(cfg)
-            uri = f"sqlite:///{folder}/mlflow.db"
-            resolved["tracking"]["uri"] = uri
-            run = type(run).from_dict(resolved)
-            print(f"testbed {name}: training {run.trainer.iterations} iterations ...", flush=True)
-            result = train(run, resolved, quiet=True)
-            client = MlflowClient(uri)
-            values = {}
-            for _, key in PROPERTIES:
-                history = sorted(client.get_metric_history(result.run_id, key), key=lambda m: m.step)
-                if not history:
-                    values[key] = (None, None)
-                    continue
-                first = history[0].value if history[0].step == 1 else None
-                values[key] = (first, statistics.fmean(m.value for m in history[-LAST:]))
-        finally:
-            os.chdir(previous)
-    return values
+    print(f"testbed {name}: training ...", flush=True)
+    return train_in_temporary_store([*TESTBEDS[name], *overrides], read)[0]
 
 
 def main(argv: list[str] | None = None) -> int:

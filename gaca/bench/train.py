@@ -12,11 +12,40 @@ import os
 import statistics
 import tempfile
 import time
+from typing import Callable, TypeVar
 
 from mlflow.tracking import MlflowClient
 
+T = TypeVar("T")
+
 PARTS = ("perf/env_s", "perf/generation_s", "perf/estimator_s", "perf/update_s", "perf/iteration_s")
 RATES = ("perf/env_steps_per_s", "perf/tokens_per_s", "perf/train_tokens_per_s")
+
+
+def train_in_temporary_store(overrides: list[str], read: Callable[[MlflowClient, str], T]) -> tuple[T, float]:
+    """Train one run composed from ``overrides`` in a temporary working folder with its own SQLite store
+    (nothing is left behind); returns ``read(client, run_id)`` and the training wall time in seconds."""
+    from hydra import compose, initialize_config_dir
+
+    from gaca.trainer.entry import CONF_DIR, validate
+    from gaca.trainer.loop import train
+
+    with tempfile.TemporaryDirectory() as folder:
+        previous = os.getcwd()
+        os.chdir(folder)
+        try:
+            with initialize_config_dir(str(CONF_DIR), version_base=None):
+                cfg = compose("train", overrides=overrides)
+            run, resolved = validate(cfg)
+            uri = f"sqlite:///{folder}/mlflow.db"
+            resolved["tracking"]["uri"] = uri
+            run = type(run).from_dict(resolved)
+            start = time.perf_counter()
+            result = train(run, resolved, quiet=True)
+            wall = time.perf_counter() - start
+            return read(MlflowClient(uri), result.run_id), wall
+        finally:
+            os.chdir(previous)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,34 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", help="Hydra overrides applied to every preset")
     args = parser.parse_args(argv)
 
-    from hydra import compose, initialize_config_dir
-
-    from gaca.trainer.entry import CONF_DIR, validate
-    from gaca.trainer.loop import train
+    def read(client: MlflowClient, run_id: str) -> tuple[dict[str, float], list]:
+        medians = {
+            key: statistics.median(m.value for m in client.get_metric_history(run_id, key)) for key in PARTS + RATES
+        }
+        return medians, client.get_metric_history(run_id, "eval/success_rate")
 
     rows = []
     for preset in args.presets.split(","):
-        with tempfile.TemporaryDirectory() as folder:
-            previous = os.getcwd()
-            os.chdir(folder)
-            try:
-                with initialize_config_dir(str(CONF_DIR), version_base=None):
-                    cfg = compose("train", overrides=[f"trainer={preset}", *args.overrides])
-                run, resolved = validate(cfg)
-                uri = f"sqlite:///{folder}/mlflow.db"
-                resolved["tracking"]["uri"] = uri
-                run = type(run).from_dict(resolved)
-                start = time.perf_counter()
-                result = train(run, resolved, quiet=True)
-                wall = time.perf_counter() - start
-                client = MlflowClient(uri)
-                medians = {
-                    key: statistics.median(m.value for m in client.get_metric_history(result.run_id, key))
-                    for key in PARTS + RATES
-                }
-                curve = client.get_metric_history(result.run_id, "eval/success_rate")
-            finally:
-                os.chdir(previous)
+        (medians, curve), wall = train_in_temporary_store([f"trainer={preset}", *args.overrides], read)
         rows.append((preset, wall, medians, curve[0].value, curve[-1].value))
 
     print("median seconds per iteration (env | generation | estimator | update | whole), rates, wall time incl. BC init and evals")
