@@ -310,7 +310,11 @@ class RunConfig:
         """What the behaviour-cloned starting policy depends on (its cache key); None for init=scratch."""
         if self.trainer.init == "scratch":
             return None
-        return {"env": self.env.to_dict(), "model": self.model.to_dict(), "bc": self.trainer.bc.__dict__, "seed": self.seed}
+        from gaca.tracking.identity import _resolved_knobs
+
+        env = self.env.to_dict()
+        env["knobs"] = _resolved_knobs(env)  # a preset's values, not only its name
+        return {"env": env, "model": self.model.to_dict(), "bc": self.trainer.bc.__dict__, "seed": self.seed}
 
 
 def _check_verl_run(run: RunConfig) -> None:

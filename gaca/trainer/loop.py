@@ -20,6 +20,7 @@ import torch
 from gaca.envs import EnvFamily, make_family
 from gaca.estimators import compute_advantages, mean_token_nll
 from gaca.policy.bc import behaviour_clone, cached_policy, collect_demos
+from gaca.policy.prompt import observation_prompt
 from gaca.policy.model import Policy
 from gaca.trainer.checkpoint import load_checkpoint, save_checkpoint
 from gaca.trainer.collector import relaxed_gc
@@ -61,6 +62,9 @@ def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy
             family.make, [int(t) for t in tasks], noise=bc.noise, config=run.model, max_steps=family.horizon, seed=run.seed
         )
         behaviour_clone(policy, demos, bc.steps, bc.lr, bc.batch_size, run.seed)
+        prior = [(observation_prompt(o, [], run.model), action) for o, action in family.prior_demonstrations()]
+        if prior:
+            behaviour_clone(policy, prior, family.prior_steps, family.prior_lr, bc.batch_size, run.seed)
         return policy
 
     return cached_policy(cache_dir, key, build)

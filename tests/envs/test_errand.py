@@ -114,3 +114,25 @@ def test_the_demonstrator_walks_like_the_expert_but_chooses_at_chance():
         won.append(trajectory[-1][1].won)
     assert 0.25 < sum(won) / len(won) < 0.42  # one of three objects, drawn uniformly per task
     assert len(set(chosen)) > 50
+
+
+def test_prior_demonstrations_name_the_target_as_often_as_prior_accuracy_says():
+    family = errand(prior_accuracy=0.5)
+    demos = family.prior_demonstrations()
+    assert len(demos) == 4 * len(family.train_task_ids)
+    hits = []
+    for observation, action in demos:
+        assert action in observation.admissible and action.startswith("take ")
+        task_type = observation.task.split(" put a ")[1].split()[0]
+        hits.append(action.split()[1] == task_type)
+    assert abs(sum(hits) / len(hits) - 0.5) < 0.03  # 4096 draws: 3 points is over 3.5 standard errors
+    per_task = [hits[k : k + 4] for k in range(0, len(hits), 4)]
+    assert any(len(set(labels)) > 1 for labels in per_task)  # labels are drawn afresh per repeat
+    assert family.prior_demonstrations() == demos  # deterministic
+    assert errand(prior_accuracy=0.0).prior_demonstrations() == []
+    assert all(a.split()[1] == o.task.split(" put a ")[1].split()[0] for o, a in errand(prior_accuracy=1.0).prior_demonstrations())
+
+
+def test_prior_accuracy_is_validated_by_name():
+    with pytest.raises(ValueError, match="knobs.prior_accuracy must be a number in \\[0, 1\\], got 1.5"):
+        errand(prior_accuracy=1.5)

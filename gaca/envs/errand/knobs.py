@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gaca.envs.knobs import check_int
+from gaca.envs.knobs import check_fraction, check_int
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,11 @@ class ErrandKnobs:
     """1: every arrival text says what the agent carries, so the walk's anchors split by the early choice
     and step-level and episode-level advantages carry different information (docs/testbed.md);
     0: as ALFWorld, only "inventory" tells."""
+    prior_accuracy: float = 0.0
+    """How often the base policy takes the target at the choice (chance: 1 / num_choices). After cloning
+    the walk, the clone is trained on first actions that name the target this often (else a look-alike),
+    so that it reads the task a little, as an instruct model does; 0: no such stage, the clone chooses at
+    chance. RL from a clone at chance does not find the choice within the CPU budget (docs/testbed.md)."""
 
     def validate(self) -> None:
         check_int("num_choices", self.num_choices, 2, 8)
@@ -30,12 +35,13 @@ class ErrandKnobs:
         check_int("route_length", self.route_length, 1, 60)
         check_int("num_side", self.num_side, 0, 4)
         check_int("show_held", self.show_held, 0, 1)
+        check_fraction("prior_accuracy", self.prior_accuracy)
 
 
 PRESETS = {
-    "easy": ErrandKnobs(num_choices=3, route_length=6, num_side=1, num_types=8, show_held=1),
-    "long": ErrandKnobs(num_choices=3, route_length=12, num_side=1, num_types=8, show_held=1),
-    "paper": ErrandKnobs(num_choices=4, route_length=24, num_side=2, num_types=12, show_held=1),
+    "easy": ErrandKnobs(num_choices=3, route_length=6, num_side=1, num_types=8, show_held=1, prior_accuracy=0.5),
+    "long": ErrandKnobs(num_choices=3, route_length=12, num_side=1, num_types=8, show_held=1, prior_accuracy=0.5),
+    "paper": ErrandKnobs(num_choices=4, route_length=24, num_side=2, num_types=12, show_held=1, prior_accuracy=0.5),
 }
 """Optimal episodes take route_length + 3 steps: easy 9, long (the ablation default, horizon 40) 15,
 paper 27 (ALFWorld-length episodes at horizon 50)."""
