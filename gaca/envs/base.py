@@ -84,9 +84,6 @@ class EnvFamily(ABC):
     """The paper's episode horizon for this family, used when ``cfg.horizon`` is None."""
     knob_presets: ClassVar[Mapping[str, Any]]
     """Difficulty name -> knob dataclass instance."""
-    prior_steps: ClassVar[int] = 600
-    """Updates of the base policy on ``prior_demonstrations`` (after behaviour cloning), at ``prior_lr``."""
-    prior_lr: ClassVar[float] = 1e-3
 
     def prior_demonstrations(self) -> list[tuple[Observation, str]]:
         """(first observation, action) pairs on training tasks that give the behaviour clone a task-reading

@@ -28,6 +28,11 @@ class BehaviourCloningConfig:
     """AdamW learning rate of cloning."""
     batch_size: int = 64
     """Demonstration steps per cloning batch."""
+    prior_steps: int = 600
+    """Updates on the family's prior demonstrations after cloning (errand: first actions that name the
+    target ``prior_accuracy`` of the time); families without them skip the stage."""
+    prior_lr: float = 1e-3
+    """AdamW learning rate of the prior stage."""
 
     def __post_init__(self) -> None:
         _int_at_least("trainer.bc.episodes", self.episodes, 1)
@@ -35,6 +40,8 @@ class BehaviourCloningConfig:
         _int_at_least("trainer.bc.steps", self.steps, 0)
         _number_in("trainer.bc.lr", self.lr, 0.0, 1.0, "in (0, 1]", low_open=True)
         _int_at_least("trainer.bc.batch_size", self.batch_size, 1)
+        _int_at_least("trainer.bc.prior_steps", self.prior_steps, 0)
+        _number_in("trainer.bc.prior_lr", self.prior_lr, 0.0, 1.0, "in (0, 1]", low_open=True)
 
 
 @dataclass(frozen=True)

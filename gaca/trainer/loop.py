@@ -62,9 +62,10 @@ def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy
             family.make, [int(t) for t in tasks], noise=bc.noise, config=run.model, max_steps=family.horizon, seed=run.seed
         )
         behaviour_clone(policy, demos, bc.steps, bc.lr, bc.batch_size, run.seed)
-        prior = [(observation_prompt(o, [], run.model), action) for o, action in family.prior_demonstrations()]
+        prior = family.prior_demonstrations() if bc.prior_steps else []
         if prior:
-            behaviour_clone(policy, prior, family.prior_steps, family.prior_lr, bc.batch_size, run.seed)
+            prompts = [(observation_prompt(observation, [], run.model), action) for observation, action in prior]
+            behaviour_clone(policy, prompts, bc.prior_steps, bc.prior_lr, bc.batch_size, run.seed)
         return policy
 
     return cached_policy(cache_dir, key, build)

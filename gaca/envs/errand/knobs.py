@@ -25,9 +25,10 @@ class ErrandKnobs:
     0: as ALFWorld, only "inventory" tells."""
     prior_accuracy: float = 0.0
     """How often the base policy takes the target at the choice (chance: 1 / num_choices). After cloning
-    the walk, the clone is trained on first actions that name the target this often (else a look-alike),
-    so that it reads the task a little, as an instruct model does; 0: no such stage, the clone chooses at
-    chance. RL from a clone at chance does not find the choice within the CPU budget (docs/testbed.md)."""
+    the walk, the clone is trained (``trainer.bc.prior_steps``) on first actions that name the target
+    this often (else a look-alike), so that it reads the task a little, as an instruct model does; 0: no
+    such stage, the clone chooses at chance. RL from a clone at chance does not find the choice within
+    the CPU budget (docs/testbed.md)."""
 
     def validate(self) -> None:
         check_int("num_choices", self.num_choices, 2, 8)
