@@ -28,9 +28,10 @@ class BehaviourCloningConfig:
     """AdamW learning rate of cloning."""
     batch_size: int = 64
     """Demonstration steps per cloning batch."""
-    prior_steps: int = 600
-    """Updates on the family's prior demonstrations after cloning (errand: first actions that name the
-    target ``prior_accuracy`` of the time); families without them skip the stage."""
+    prior_steps: int = 1000
+    """Updates on the family's prior demonstrations, mixed with the cloning demonstrations, after cloning
+    (errand: first actions that name the target ``prior_accuracy`` of the time); families without them
+    skip the stage."""
     prior_lr: float = 1e-3
     """AdamW learning rate of the prior stage."""
 

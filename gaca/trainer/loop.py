@@ -63,9 +63,9 @@ def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy
         )
         behaviour_clone(policy, demos, bc.steps, bc.lr, bc.batch_size, run.seed)
         prior = family.prior_demonstrations() if bc.prior_steps else []
-        if prior:
+        if prior:  # the walk's demonstrations stay in the data: trained on first actions alone, the clone forgets the walk
             prompts = [(observation_prompt(observation, [], run.model), action) for observation, action in prior]
-            behaviour_clone(policy, prompts, bc.prior_steps, bc.prior_lr, bc.batch_size, run.seed)
+            behaviour_clone(policy, prompts + demos, bc.prior_steps, bc.prior_lr, bc.batch_size, run.seed)
         return policy
 
     return cached_policy(cache_dir, key, build)
