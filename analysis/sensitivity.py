@@ -1,10 +1,12 @@
-"""Is the testbed sensitive to the estimator? A one-way test of final success across the settings of
-one parameter of a block (default: the lambda0 block's five fixed weights, modulation off).
+"""Is the testbed sensitive to the estimator? A one-way test of final success (or of the area under the
+learning curve) across the settings of one parameter of a block (default: the lambda0 block's five
+fixed weights, modulation off).
 
     python -m analysis.sensitivity                      # lambda0 block, $MLFLOW_TRACKING_URI
+    python -m analysis.sensitivity --measure auc        # mean held-out success over the run's evaluations
     python -m analysis.sensitivity --block detector --by algorithm.detector
 
-Prints per setting the mean and seed std of final held-out success (points) with the seeds found,
+Prints per setting the mean and seed std of the measure (points) with the seeds found,
 the spread of the means, the pooled seed std, a one-way ANOVA (F, p), a Kruskal-Wallis test (H, p)
 and, where every setting has the same seeds, Friedman's test with seeds as blocks (chi2, p): the
 runs of one seed share the starting policy, the task order and the evaluation tasks.
@@ -19,7 +21,9 @@ from dataclasses import dataclass
 import pandas as pd
 from scipy import stats
 
-from analysis.collect import PARAM_PREFIX, load_runs, resolve_tracking_uri
+from analysis.collect import EVAL_METRIC, PARAM_PREFIX, load_curves, load_runs, resolve_tracking_uri
+
+MEASURES = {"final": "final held-out success", "auc": "AUC (mean held-out success over the run's evaluations)"}
 
 FIXED_WEIGHTS = {"algorithm.alpha_lambda": 0.0, "algorithm.beta_lambda": 0.0}
 """The lambda0 block's fixed-weight rows: the gate's modulation off."""
@@ -37,8 +41,9 @@ class Sensitivity:
     friedman: tuple[float, float] | None
 
 
-def select(runs: pd.DataFrame, block: str, by: str, where: dict[str, float]) -> pd.DataFrame:
-    """Finished runs of ``block`` with every ``where`` param equal, as a settings x seeds table of points."""
+def select(runs: pd.DataFrame, block: str, by: str, where: dict[str, float], measure: str = "final") -> pd.DataFrame:
+    """Finished runs of ``block`` with every ``where`` param equal, as a settings x seeds table of points
+    of ``runs[measure]`` (``final``; ``auc`` when the caller added that column, see ``with_auc``)."""
     chosen = runs[(runs["status"] == "FINISHED") & (runs["block"] == block)]
     for key, value in where.items():
         column = PARAM_PREFIX + key
@@ -49,7 +54,14 @@ def select(runs: pd.DataFrame, block: str, by: str, where: dict[str, float]) -> 
     if column not in chosen or chosen.empty:
         return pd.DataFrame()
     chosen = chosen.drop_duplicates(subset=[column, "seed"])  # newest first: a rerun replaces an older run
-    return chosen.pivot(index=column, columns="seed", values="final").sort_index() * 100
+    return chosen.pivot(index=column, columns="seed", values=measure).sort_index() * 100
+
+
+def with_auc(runs: pd.DataFrame, curves: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with an ``auc`` column: each run's mean ``eval/success_rate`` over its evaluations
+    (``collect.load_curves`` frame; NaN for a run without evaluations)."""
+    auc = curves.loc[curves["metric"] == EVAL_METRIC].groupby("run_id")["value"].mean()
+    return runs.assign(auc=runs["run_id"].map(auc).astype(float))
 
 
 def sensitivity(table: pd.DataFrame) -> Sensitivity:
@@ -74,8 +86,8 @@ def sensitivity(table: pd.DataFrame) -> Sensitivity:
     )
 
 
-def render(result: Sensitivity, by: str) -> str:
-    lines = [f"final held-out success (points) by {by}; seeds as columns"]
+def render(result: Sensitivity, by: str, measure: str = "final") -> str:
+    lines = [f"{MEASURES[measure]} (points) by {by}; seeds as columns"]
     table = result.table
     lines.append(f"{by:>24} " + " ".join(f"{f's{s}':>6}" for s in table.columns) + f" {'mean':>7} {'std':>6} {'n':>3}")
     for setting, row in table.iterrows():
@@ -98,16 +110,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--block", default="lambda0")
     parser.add_argument("--by", default="algorithm.lambda0", help="the param whose settings are compared")
     parser.add_argument("--all-rows", action="store_true", help="do not restrict lambda0 to the modulation-off rows")
+    parser.add_argument("--measure", choices=sorted(MEASURES), default="final", help="final success or AUC")
     args = parser.parse_args(argv)
     from mlflow.tracking import MlflowClient
 
     where = FIXED_WEIGHTS if args.by == "algorithm.lambda0" and not args.all_rows else {}
-    runs = load_runs(MlflowClient(resolve_tracking_uri(args.uri)), args.experiment)
-    table = select(runs, args.block, args.by, where)
+    client = MlflowClient(resolve_tracking_uri(args.uri))
+    runs = load_runs(client, args.experiment)
+    if args.measure == "auc" and not runs.empty:
+        runs = with_auc(runs, load_curves(client, list(runs["run_id"]), [EVAL_METRIC]))
+    table = select(runs, args.block, args.by, where, args.measure)
     if table.empty:
         print(f"no finished runs of block {args.block!r} with {args.by}; run `gaca sweep {args.block}` first")
         return 1
-    print(render(sensitivity(table), args.by))
+    print(render(sensitivity(table), args.by, args.measure))
     return 0
 
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.sensitivity import render, select, sensitivity
+from analysis.sensitivity import render, select, sensitivity, with_auc
 
 
 def test_two_settings_by_hand():
@@ -51,3 +51,27 @@ def test_select_keeps_the_newest_finished_run_per_setting_and_seed():
     )
     table = select(runs, "lambda0", "algorithm.lambda0", {"algorithm.alpha_lambda": 0.0})
     assert table.loc[0.25].tolist() == [50.0, 40.0]
+
+
+def test_the_auc_measure_is_each_runs_mean_evaluation_success():
+    runs = pd.DataFrame(
+        {
+            "run_id": ["a", "b"],
+            "status": ["FINISHED", "FINISHED"],
+            "block": ["lambda0", "lambda0"],
+            "seed": [0, 1],
+            "final": [0.9, 0.8],
+            "params.algorithm.lambda0": [0.5, 0.5],
+        }
+    )
+    curves = pd.DataFrame(
+        {
+            "run_id": ["a", "a", "a", "b", "b", "b"],
+            "metric": ["eval/success_rate"] * 2 + ["train/success_rate"] + ["eval/success_rate"] * 3,
+            "step": [0, 5, 5, 0, 5, 10],
+            "value": [0.2, 0.6, 0.99, 0.1, 0.2, 0.6],
+        }
+    )
+    table = select(with_auc(runs, curves), "lambda0", "algorithm.lambda0", {}, "auc")
+    assert table.loc[0.5].tolist() == pytest.approx([40.0, 30.0])
+    assert "AUC" in render(sensitivity(pd.DataFrame([[1.0, 2.0], [3.0, 5.0]], index=[0, 1], columns=[0, 1])), "k", "auc")
