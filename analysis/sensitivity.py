@@ -123,7 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     if table.empty:
         print(f"no finished runs of block {args.block!r} with {args.by}; run `gaca sweep {args.block}` first")
         return 1
-    print(render(sensitivity(table), args.by, args.measure))
+    try:
+        result = sensitivity(table)
+    except ValueError as error:
+        print(f"python -m analysis.sensitivity: {error} (found {table.notna().sum(axis=1).to_dict()} seeds per setting)")
+        return 1
+    print(render(result, args.by, args.measure))
     return 0
 
 
