@@ -19,12 +19,15 @@ from gaca.trainer.signal import C_LENGTH_CORR, LENGTH_FRAC, MIXED_GROUP_FRAC, ST
 TESTBEDS: dict[str, list[str]] = {
     "household": ["env=household", "trainer.eval_episodes_per_task=1"],
     "errand-hidden": ["env.knobs.show_held=0"],
+    "errand-chance": ["env.knobs.prior_accuracy=0"],
     "errand": [],
 }
 """Testbed name -> overrides on the composed defaults: household is the earlier CPU default of the
 ablations (horizon 20, constrained decoding over admissible commands only, one evaluation episode
 per task); errand is the ablation default; errand-hidden is errand with the carried object shown
-only by "inventory" (as in ALFWorld), the variant it was chosen over (docs/testbed.md)."""
+only by "inventory" (as in ALFWorld), the variant it was chosen over; errand-chance is errand whose
+base policy chooses at chance (no prior stage), on which RL does not learn the choice within the
+budget (docs/testbed.md)."""
 
 PROPERTIES = (
     ("success rate", "train/success_rate"),
