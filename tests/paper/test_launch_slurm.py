@@ -61,10 +61,6 @@ def test_verl_runs_go_through_slurm_and_land_in_mlflow_like_any_other_run(tmp_pa
     assert logs.count("gaca job: verl trainer for run") == 2
 
 
-def scontrol(*args: str) -> str:
-    return subprocess.run(["scontrol", *args], capture_output=True, text=True, check=True).stdout
-
-
 def most_at_once(intervals: list[tuple[datetime, datetime]]) -> int:
     """The most intervals [start, end) that overlap at one instant (one that ends as another starts:
     not at once)."""
@@ -79,8 +75,12 @@ def most_at_once(intervals: list[tuple[datetime, datetime]]) -> int:
 @pytest.mark.timeout(900)
 def test_verl_runs_asking_for_2_gpus_each_get_2_and_at_most_2_share_the_4_gpus(tmp_path: Path):
     # The partition lets up to 4 jobs share a core, so the node's 4 GPUs alone limit GPU jobs.
-    assert "OverSubscribe=FORCE:4" in scontrol("show", "partition", "gpu")
-    assert "gres/gpu=4" in scontrol("show", "node")
+    partition = subprocess.run(["scontrol", "show", "partition", "gpu"], capture_output=True, text=True)
+    node = subprocess.run(["scontrol", "show", "node"], capture_output=True, text=True)
+    assert "OverSubscribe=FORCE:4" in partition.stdout and "gres/gpu=4" in node.stdout, (
+        "the cluster lacks the gpu partition of scripts/local-slurm.sh; `bash scripts/local-slurm.sh start` "
+        f"restarts a running cluster with it: {partition.stderr}"
+    )
 
     result = gaca(
         "sweep", str(block_file(tmp_path, "verl-gpus", seeds="0,1")),
@@ -111,8 +111,8 @@ def test_verl_runs_asking_for_2_gpus_each_get_2_and_at_most_2_share_the_4_gpus(t
     rows = [line.split("|") for line in sacct.splitlines()]
     assert sorted(row[0] for row in rows) == sorted(tasks), sacct
     intervals = []
-    for job, state, partition, tres, start, end in rows:
-        assert state == "COMPLETED" and partition == "gpu", sacct
+    for _, state, partition_name, tres, start, end in rows:
+        assert state == "COMPLETED" and partition_name == "gpu", sacct
         assert "gres/gpu=2" in tres.split(","), sacct
         intervals.append((datetime.fromisoformat(start), datetime.fromisoformat(end)))
     assert most_at_once(intervals) <= 2, sacct
