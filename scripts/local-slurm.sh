@@ -299,6 +299,7 @@ cmd_start() {
   fi
   if ((${#CHANGED[@]})); then
     # Daemons read their config only at start; jobs survive a restart of slurmctld and slurmd.
+    log "wrote ${CHANGED[*]}; restarting the daemons that read them if they run"
     stop_daemon slurmd
     stop_daemon slurmctld
     [[ " ${CHANGED[*]} " != *" slurmdbd.conf "* ]] || stop_daemon slurmdbd
