@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # A single-node SLURM cluster with accounting, for CI and for trying the SLURM path on a workstation.
+# Partition `cpu` (the default) and partition `gpu` on the same node, which declares four GPUs that
+# SLURM schedules and accounts (gres/gpu) with no device behind them.
 #
-#   bash scripts/local-slurm.sh start    # install Debian packages if missing, configure, start, wait until ready
+#   bash scripts/local-slurm.sh start    # install Debian packages if missing, configure, start, wait until ready;
+#                                        # on a running cluster whose config changed, restart the daemons that read it
 #   bash scripts/local-slurm.sh status   # sinfo, and whether sacct answers
 #   bash scripts/local-slurm.sh stop     # stop exactly the daemons that `start` started
 #
@@ -20,6 +23,10 @@ readonly DB_PORT="${GACA_SLURM_DB_PORT:-3306}"
 readonly CONF_DIR=/etc/slurm
 readonly CLUSTER=gaca
 readonly PARTITION=cpu
+# A second partition on the same node, for jobs that ask for GPUs: four GPUs that SLURM schedules
+# and accounts as gres/gpu without any device behind them, so a CPU machine tests GPU requests.
+readonly GPU_PARTITION=gpu
+readonly GPUS=4
 readonly MARKER="# written by gaca scripts/local-slurm.sh"
 readonly PACKAGES=(munge mariadb-server slurmdbd slurmctld slurmd slurm-client)
 # Daemons in start order; `stop` goes in reverse.
@@ -88,7 +95,11 @@ install_packages() {
   log "installed in $(elapsed "$start") s"
 }
 
-# Write a config file unless a foreign one (not carrying our marker) is already there.
+# Names of the config files whose content `configure` changed (daemons reading them need a restart).
+CHANGED=()
+
+# Write a config file unless a foreign one (not carrying our marker) is already there; a file that
+# already holds this content is left alone.
 write_config() {
   local path=$1 mode=$2 content=$3
   if [[ -f "$path" ]] && ! grep -qF "$MARKER" "$path" && [[ "${GACA_SLURM_FORCE:-0}" != 1 ]]; then
@@ -96,7 +107,12 @@ write_config() {
   fi
   install -m "$mode" /dev/null "$path.tmp"
   printf '%s\n%s\n' "$MARKER" "$content" >"$path.tmp"
+  if cmp -s "$path.tmp" "$path"; then
+    rm -f "$path.tmp"
+    return
+  fi
   mv "$path.tmp" "$path"
+  CHANGED+=("$(basename "$path")")
 }
 
 # slurmd's view of this machine, with RealMemory lowered by 15% so that a fluctuating free-memory
@@ -106,11 +122,11 @@ node_line() {
   line=$(slurmd -C | head -n 1)
   memory=$(sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' <<<"$line")
   line=$(sed "s/RealMemory=[0-9]*/RealMemory=$((memory * 85 / 100))/; s/^NodeName=[^ ]*/NodeName=$host/" <<<"$line")
-  echo "$line NodeAddr=127.0.0.1 State=UNKNOWN"
+  echo "$line Gres=gpu:$GPUS NodeAddr=127.0.0.1 State=UNKNOWN"
 }
 
 configure() {
-  local host db_password
+  local host db_password gpu
   host=$(hostname -s)
   mkdir -p "$CONF_DIR" /var/lib/slurm/slurmctld /var/lib/slurm/slurmd /var/log/slurm
 
@@ -146,8 +162,22 @@ AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 JobAcctGatherType=jobacct_gather/linux
 JobCompType=jobcomp/none
+# GPUs as a generic resource (gres.conf names a placeholder file per GPU); sacct's AllocTRES then
+# records gres/gpu=N for every job that got N.
+GresTypes=gpu
+AccountingStorageTRES=gres/gpu
 $(node_line "$host")
-PartitionName=$PARTITION Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+PartitionName=$PARTITION Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+# Cores may be shared by up to 4 jobs here (this machine has few), GPUs never: the GPUs alone
+# decide how many GPU jobs run at once, as on a GPU partition.
+PartitionName=$GPU_PARTITION Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=FORCE:4"
+
+  # slurmd 22.05 drops a GPU without File= (even with Count= and Flags=CountOnly) and then drains the
+  # node; an empty regular file per GPU is enough for it to count them. It logs "not a valid character
+  # or block device" for each: harmless here, as nothing (no cgroup device constraint) uses the devices.
+  mkdir -p "$STATE_DIR/gpus"
+  for ((gpu = 0; gpu < GPUS; gpu++)); do touch "$STATE_DIR/gpus/gpu$gpu"; done
+  write_config "$CONF_DIR/gres.conf" 644 "NodeName=$host Name=gpu File=$STATE_DIR/gpus/gpu[0-$((GPUS - 1))]"
 
   # The DB password lives only in slurmdbd.conf (root-only); keep it across restarts.
   db_password=$(sed -n 's/^StoragePass=//p' "$CONF_DIR/slurmdbd.conf" 2>/dev/null || true)
@@ -230,6 +260,10 @@ start_slurm() {
   fi
   running_pid slurmctld >/dev/null || launch slurmctld slurmctld -D
   wait_for slurmctld 60 scontrol ping
+  if ((${#CHANGED[@]})); then
+    # A node that an older config drained (e.g. GPUs it could not find) stays drained across restarts.
+    scontrol update nodename="$(hostname -s)" state=resume 2>/dev/null || true
+  fi
   running_pid slurmd >/dev/null || launch slurmd slurmd -D
   wait_for "node $(hostname -s) to be up" 60 node_up
   wait_for sacct 30 sacct -n -X --starttime=now-1hour
@@ -255,14 +289,21 @@ all_running() {
 cmd_start() {
   [[ $EUID -eq 0 ]] || die "run as root (it installs packages and starts system daemons)"
   mkdir -p "$STATE_DIR"
-  if command -v sinfo >/dev/null && all_running; then
-    log "already running"
-    return 0
-  fi
   local start ready_start; start=$(now)
   install_packages
   ready_start=$(now)
   configure
+  if all_running && ((${#CHANGED[@]} == 0)); then
+    log "already running"
+    return 0
+  fi
+  if ((${#CHANGED[@]})); then
+    # Daemons read their config only at start; jobs survive a restart of slurmctld and slurmd.
+    log "wrote ${CHANGED[*]}; restarting the daemons that read them if they run"
+    stop_daemon slurmd
+    stop_daemon slurmctld
+    [[ " ${CHANGED[*]} " != *" slurmdbd.conf "* ]] || stop_daemon slurmdbd
+  fi
   start_munge
   start_mariadb
   start_slurm
@@ -270,26 +311,31 @@ cmd_start() {
   sinfo
 }
 
+# Stop one daemon that `start` started (SIGTERM, SIGKILL after 10 s); nothing if it is not running.
+stop_daemon() {
+  local name=$1 pid tries
+  pid=$(running_pid "$name") || { rm -f "$STATE_DIR/$name.pid"; return 0; }
+  kill -TERM "$pid"
+  for ((tries = 0; tries < 100; tries++)); do
+    alive "$pid" || break
+    sleep 0.1
+  done
+  if alive "$pid"; then
+    log "$name ($pid) ignored SIGTERM for 10 s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$STATE_DIR/$name.pid"
+  log "stopped $name ($pid)"
+}
+
 cmd_stop() {
-  local name pid index tries
+  local index
   if [[ -d "$STATE_DIR" ]] && running_pid slurmctld >/dev/null; then
     # Jobs outlive slurmd (slurmstepd is reparented); end them while the controller still answers.
     squeue -h -o %A | xargs -r scancel 2>/dev/null || true
   fi
   for ((index = ${#DAEMONS[@]} - 1; index >= 0; index--)); do
-    name=${DAEMONS[index]}
-    pid=$(running_pid "$name") || { rm -f "$STATE_DIR/$name.pid"; continue; }
-    kill -TERM "$pid"
-    for ((tries = 0; tries < 100; tries++)); do
-      alive "$pid" || break
-      sleep 0.1
-    done
-    if alive "$pid"; then
-      log "$name ($pid) ignored SIGTERM for 10 s; killing it"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    rm -f "$STATE_DIR/$name.pid"
-    log "stopped $name ($pid)"
+    stop_daemon "${DAEMONS[index]}"
   done
 }
 

@@ -6,6 +6,10 @@ anchors are ~300-character observation strings, ~86% of rows share their anchor 
 row. Every timed call hashes fresh copies of the anchor strings (CPython caches a string's hash,
 so reusing the objects would hide that cost). One torch thread, as on a trainer's CPU.
 
+Side by side in the same run: gaca/entropy on tensors with anchor ids coded beforehand, on the same
+tensors with the anchors as a NumPy object array of fresh strings (what verl-agent hands over), and
+CPython's hash of those strings alone, the least that exact coding through a dict costs.
+
 The conventions table uses a typical training batch instead: 16 tasks x 8 rollouts, episodes that
 end at success or at 50 steps, invalid actions at 10% of steps, reward 1 on success.
 """
@@ -19,6 +23,7 @@ import statistics
 import time
 from typing import Any
 
+import numpy as np
 import torch
 
 from gaca import AdvantageConfig, compute_advantages
@@ -118,8 +123,11 @@ def fresh_strings(strings: list[str]) -> list[str]:
     return [(s + ".")[:-1] for s in strings]
 
 
-def time_round_robin(batch: dict[str, Any], variants: dict[str, AdvantageConfig], repeats: int) -> dict[str, float]:
-    """Median seconds per variant; variants alternate within each round so machine noise hits all alike."""
+def time_round_robin(
+    batch: dict[str, Any], variants: dict[str, AdvantageConfig | None], repeats: int
+) -> dict[str, float]:
+    """Median seconds per variant (None: ``HASHING``); variants alternate within each round so machine
+    noise hits all alike."""
     seconds: dict[str, list[float]] = {name: [] for name in variants}
     # The same batch as tensors with pre-coded anchor ids (what a trainer that codes anchors as it
     # collects them passes): the estimator's own cost, without Python-object conversion.
@@ -135,10 +143,14 @@ def time_round_robin(batch: dict[str, Any], variants: dict[str, AdvantageConfig]
     for _ in range(repeats):
         for name, config in variants.items():
             start = time.perf_counter()
-            if name.endswith(TENSOR_SUFFIX):
+            if config is None:
+                strings = tuple(fresh_strings(batch["anchor"]))
+                start = time.perf_counter()
+                hash(strings)
+            elif name.endswith(TENSOR_SUFFIX):
                 compute_advantages(config=config, **tensors)
             elif name.endswith(STRING_ANCHOR_SUFFIX):
-                anchors = fresh_strings(batch["anchor"])
+                anchors = np.array(fresh_strings(batch["anchor"]), dtype=object)
                 start = time.perf_counter()
                 compute_advantages(config=config, **(tensors | {"anchor": anchors}))
             else:
@@ -151,7 +163,13 @@ def time_round_robin(batch: dict[str, Any], variants: dict[str, AdvantageConfig]
 
 TENSOR_SUFFIX = " (tensors)"
 STRING_ANCHOR_SUFFIX = " (tensors, str anchors)"
-"""The same tensors, anchors as fresh strings: what the pre-coded-id path pays extra for coding them."""
+"""The same tensors, anchors as a NumPy object array of fresh strings: what the pre-coded-id path
+pays extra for coding them."""
+
+
+HASHING = "hashing the str anchors alone"
+"""CPython's hash of the same fresh strings, once each (``hash`` of a tuple hashes every element in
+one C loop): the least that exact coding of them through a dict costs."""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -174,6 +192,7 @@ def main(argv: list[str] | None = None) -> None:
         f"gigpo{TENSOR_SUFFIX}": AdvantageConfig(method="gigpo"),
         f"gaca/entropy{TENSOR_SUFFIX}": AdvantageConfig(),
         f"gaca/entropy{STRING_ANCHOR_SUFFIX}": AdvantageConfig(),
+        HASHING: None,
     }
     compute_advantages(config=variants["gaca/loo"], **batch)  # warm-up: first-call allocations
     medians = time_round_robin(batch, variants, args.repeats)
@@ -189,14 +208,23 @@ def main(argv: list[str] | None = None) -> None:
           f"median of {args.repeats} calls, anchors hashed every call")
     print(f"{'estimator':<36} {'ms':>8} {'/ gigpo':>8} {'loop / this':>12}")
     for name, seconds in medians.items():
+        if name == HASHING:
+            continue
         speedup = f"{loop / seconds:>11.0f}x" if loop else f"{'-':>12}"
         baseline = medians[f"gigpo{TENSOR_SUFFIX}"] if "(tensors" in name else medians["gigpo"]
         print(f"{name:<36} {seconds * 1e3:>8.1f} {seconds / baseline:>8.2f} {speedup}")
     if loop:
         print(f"{'loop reference':<36} {loop * 1e3:>8.0f} {loop / medians['gigpo']:>8.1f} {'1x':>12}")
     coded, strings = medians[f"gaca/entropy{TENSOR_SUFFIX}"], medians[f"gaca/entropy{STRING_ANCHOR_SUFFIX}"]
-    print(f"string anchors / pre-coded ids (gaca/entropy): {strings / coded:.2f}x "
-          f"({(strings - coded) * 1e3:.1f} ms to code {rows} fresh strings)")
+    print(f"\ngaca/entropy on {rows} rows, anchors as pre-coded ids or as fresh strings (same run)")
+    print(f"{'anchors':<52} {'ms':>8} {'/ ids':>8}")
+    for label, seconds in (
+        ("pre-coded ids (tensor)", coded),
+        ("strings (NumPy object array)", strings),
+        ("  of which coding the strings", strings - coded),
+        ("hashing the strings alone (CPython's str hash)", medians[HASHING]),
+    ):
+        print(f"{label:<52} {seconds * 1e3:>8.1f} {seconds / coded:>8.2f}")
 
     typical = typical_batch()
     print(f"\nconventions: typical batch of {len(typical['reward'])} step rows (16 tasks x 8 rollouts, "

@@ -1,5 +1,6 @@
 """The vectorized estimator equals the per-row loop reference on random batches (hypothesis)."""
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -108,6 +109,35 @@ def test_random_detector_permutes_entropy_scores_within_trajectories(rows, seed)
         cfg.lambda0 * (1 - cfg.beta_lambda * (1 - shuffled.criticality)),
     ).clamp(0, 1)
     torch.testing.assert_close(shuffled.lam, expected_lam)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=step_batches(),
+    config=configs(detectors=("entropy", "uniform", "loo", "random")),
+    position=st.integers(0, 300),
+    as_array=st.booleans(),
+)
+def test_string_anchors_give_the_advantages_of_precoded_ids(rows, config, position, as_array):
+    """Anchors as long observation strings (as a list, or the NumPy object array verl-agent hands over)
+    and as integer ids coded beforehand define the same anchor groups: every output is identical, for
+    every method. The strings share ~300 characters and differ only in a few at ``position``; each is
+    a fresh object, so nothing can lean on object identity or a cached hash."""
+    batch = columns(rows, flags=True)
+    ids: dict[str, int] = {}
+    precoded = batch | {"anchor": torch.tensor([ids.setdefault(a, len(ids)) for a in batch["anchor"]])}
+    texts = ["o" * position + label + "." * (300 - position) for label in batch["anchor"]]
+    strings = batch | {"anchor": np.array(texts, dtype=object) if as_array else texts}
+    for method in ("grpo", "gigpo", "gaca"):
+        method_config = dataclasses.replace(config, method=method)
+        from_ids = compute_advantages(config=method_config, **precoded)
+        from_strings = compute_advantages(config=method_config, **strings)
+        for name in ("advantages", "episode", "step_level", "lam", "criticality"):
+            expected, actual = getattr(from_ids, name), getattr(from_strings, name)
+            assert (actual is None) == (expected is None), name
+            if expected is not None:
+                torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+        assert from_strings.diagnostics == from_ids.diagnostics
 
 
 def test_random_detector_depends_on_the_seed():
