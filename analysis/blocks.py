@@ -1,35 +1,22 @@
-"""The experiment grid, declared once: which configurations form each table cell.
+"""The report's rows: which configurations form each table cell, and how they are labelled.
 
 A cell is a configuration, not a ``gaca.block`` tag: every FINISHED run whose estimator config is
-equivalent to the cell's (``canonical_config``), in the cell's environment and scale, fills it, no
-matter which sweep launched it. Sweeps import ``BLOCKS`` to know what to run; the report imports it
-to know what to read.
+equivalent to the cell's (``canonical_config``, the rule of ``gaca.contract.canonical``), in the
+cell's environment and scale and the setting shared by the rest of the table, fills it, no matter
+which sweep launched it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
-SEEDS = (0, 1, 2)
-"""The seeds the sweeps run unless told otherwise (``gaca sweep BLOCK seed=0,1,2,3,4`` runs more).
-The report never assumes this count: a cell's seeds, n, intervals and power follow the runs found
-(``Plan.expected_seeds``)."""
+from gaca.contract import SEEDS, canonical, normalize
+from gaca.estimators.config import AdvantageConfig
+from gaca.estimators.registry import read_fields
 
-DEFAULT_CONFIG: Mapping[str, object] = {
-    "algorithm.method": "gaca",
-    "algorithm.detector": "entropy",
-    "algorithm.lambda0": 0.5,
-    "algorithm.alpha_lambda": 0.5,
-    "algorithm.beta_lambda": 0.5,
-    "algorithm.alpha_c": 1.0,
-    "algorithm.norm": "mean_std",
-    "algorithm.singleton_fallback": "prompt_group",
-    "algorithm.step_weight": 1.0,
-    "algorithm.gamma": 0.95,
-    "algorithm.conventions": "spec",
-}
-"""GACA's defaults (ESTIMATOR-SPEC.md); every variant below overrides only what its block varies."""
+DEFAULT_CONFIG: Mapping[str, object] = {f"algorithm.{key}": value for key, value in AdvantageConfig().to_dict().items()}
+"""GACA's defaults (``AdvantageConfig``, ESTIMATOR-SPEC.md); every variant below overrides only what its block varies."""
 
 ENVIRONMENTS = ("household", "shop")
 SCALES = ("tiny", "small")
@@ -39,40 +26,8 @@ ABLATION_SCALE = "tiny"
 where most of their runs are (``cells.ablation_setting``: the sweeps run in the training config's
 default environment) and falls back to this setting when there are none."""
 
-PROTOCOL_KEYS = ("trainer.preset", "trainer.iterations", "env.difficulty")
-"""Training-protocol params that must agree among the runs compared in one setting."""
-
-METHOD_KEYS: Mapping[str, tuple[str, ...]] = {
-    "grpo": ("algorithm.norm", "algorithm.conventions"),
-    "gigpo": (
-        "algorithm.norm", "algorithm.gamma", "algorithm.step_weight", "algorithm.singleton_fallback",
-        "algorithm.conventions",
-    ),
-    "gaca": (
-        "algorithm.norm",
-        "algorithm.conventions",
-        "algorithm.gamma",
-        "algorithm.step_weight",
-        "algorithm.singleton_fallback",
-        "algorithm.detector",
-        "algorithm.lambda0",
-        "algorithm.alpha_lambda",
-        "algorithm.beta_lambda",
-        "algorithm.alpha_c",
-    ),
-}
-"""The estimator params each method reads; the others (e.g. GRPO's lambda0) do not change the run."""
-
-NUMERIC_KEYS = frozenset(
-    {
-        "algorithm.gamma",
-        "algorithm.step_weight",
-        "algorithm.lambda0",
-        "algorithm.alpha_lambda",
-        "algorithm.beta_lambda",
-        "algorithm.alpha_c",
-    }
-)
+PRESET_KEY = "trainer.preset"
+"""The trainer preset's name: not part of a run's identity, but what ``gaca report --preset`` selects by."""
 
 ENVIRONMENT_LABELS = {
     "household": "Household (ALFWorld analogue)",
@@ -86,35 +41,60 @@ METHODS = ("grpo", "gigpo", "gaca")
 ConfigKey = tuple[tuple[str, object], ...]
 
 
-def canonical_config(config: Mapping[str, object]) -> ConfigKey:
-    """The estimator a config actually runs, as a hashable key; equal keys are one cell.
+def unflatten(config: Mapping[str, object]) -> dict[str, Any]:
+    """``{"trainer.lr": 0.001}`` (a run's logged params) -> ``{"trainer": {"lr": 0.001}}``."""
+    nested: dict[str, Any] = {}
+    for key, value in config.items():
+        *parents, leaf = key.split(".")
+        node = nested
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[leaf] = value
+    return nested
 
-    Only the params the method reads count. The fixed-weight estimator has several spellings that
-    give identical advantages (ESTIMATOR-SPEC.md, special cases): ``detector=uniform``, or
-    ``alpha_lambda = beta_lambda = 0`` with any detector. They share one key (detector uniform,
-    no modulation, alpha_c dropped since c = 1 ignores it), so the uniform control, the lambda0 = 0.5
-    sweep entry and the modulation-off entry are one result, as in the paper.
+
+def _flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, object]:
+    flat: dict[str, object] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping) and value:
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = str(value) if isinstance(value, (list, Mapping)) else value
+    return flat
+
+
+def identity(config: Mapping[str, object]) -> dict[str, object]:
+    """``gaca.contract.canonical`` of a dotted config (a run's params), flattened again: what
+    determines the run's result, every key of it. Raises ``KeyError`` naming the first param the
+    estimator reads that the config lacks."""
+    nested = unflatten(config)
+    algorithm = nested.get("algorithm", {})
+    if "method" not in algorithm:
+        raise KeyError("algorithm.method")
+    flat = _flat(normalize(canonical(nested)))
+    for key in read_fields(algorithm):
+        if f"algorithm.{key}" not in flat:
+            raise KeyError(f"algorithm.{key}")
+    return flat
+
+
+def canonical_config(config: Mapping[str, object]) -> ConfigKey:
+    """The estimator a config actually runs (the ``algorithm`` part of its ``identity``), as a
+    hashable key; with the same env, scale and the rest of the identity, equal keys are one cell.
+
+    Only the params the method reads count (its registry spec), and the fixed-weight estimator's
+    spellings (``detector=uniform``, or ``alpha_lambda = beta_lambda = 0``) are one key: the uniform
+    control, the lambda0 = 0.5 sweep entry and the modulation-off entry are one result, as in the paper.
 
     Raises ``KeyError`` naming the first param the config lacks.
     """
-    method = config["algorithm.method"]
-    if method not in METHOD_KEYS:
-        raise KeyError(f"algorithm.method={method!r} (known: {', '.join(METHOD_KEYS)})")
-    values: dict[str, object] = {"algorithm.method": method}
-    for key in METHOD_KEYS[method]:
-        if key not in config or config[key] is None:
-            raise KeyError(key)
-        values[key] = round(float(config[key]), 9) if key in NUMERIC_KEYS else str(config[key])
-    if method == "gaca":
-        fixed_weight = values["algorithm.detector"] == "uniform" or (
-            values["algorithm.alpha_lambda"] == 0.0 and values["algorithm.beta_lambda"] == 0.0
-        )
-        if fixed_weight:
-            values.update(
-                {"algorithm.detector": "uniform", "algorithm.alpha_lambda": 0.0, "algorithm.beta_lambda": 0.0}
-            )
-            del values["algorithm.alpha_c"]
-    return tuple(sorted(values.items()))
+    return tuple(sorted((key, value) for key, value in identity(config).items() if key.startswith("algorithm.")))
+
+
+def setting(config: Mapping[str, object]) -> dict[str, object]:
+    """Everything in a config's ``identity`` but the estimator and the seed: what must be equal
+    among the runs compared in one table (the environment, the model, the trainer)."""
+    return {key: value for key, value in identity(config).items() if not key.startswith("algorithm.") and key != "seed"}
 
 
 @dataclass(frozen=True)

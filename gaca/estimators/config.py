@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-METHODS = ("grpo", "gigpo", "gaca")
+from gaca.estimators.registry import DETECTORS, ESTIMATORS
+
 NORMS = ("mean_std", "mean")
-DETECTORS = ("entropy", "uniform", "random", "loo")
 SINGLETON_FALLBACKS = ("prompt_group", "zero")
 
 
@@ -75,7 +75,7 @@ class AdvantageConfig:
     verl_agent needs the per-row ``invalid`` flags and ``invalid_penalty`` in ``compute_advantages``."""
 
     def __post_init__(self) -> None:
-        _choice("method", self.method, METHODS)
+        _choice("method", self.method, ESTIMATORS)
         _choice("norm", self.norm, NORMS)
         _choice("detector", self.detector, DETECTORS)
         _choice("singleton_fallback", self.singleton_fallback, SINGLETON_FALLBACKS)

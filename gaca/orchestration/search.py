@@ -30,13 +30,14 @@ from typing import Any, Mapping
 
 from omegaconf import OmegaConf
 
+from gaca.contract import EVAL_SUCCESS_RATE, TAG_STUDY, TAG_TRIAL, TAG_TRIAL_STATE
 from gaca.orchestration.dispatch import Outcome
 from gaca.orchestration.plan import FINAL_METRIC, PlannedRun
 from gaca.tracking.secrets import redact_uri
 from gaca.trainer.entry import CONF_DIR
 
 SEARCH_DIR = CONF_DIR / "search"
-EVAL_METRIC = "eval/success_rate"
+EVAL_METRIC = EVAL_SUCCESS_RATE
 BLOCK = "search"
 """The ``gaca.block`` tag of every search run."""
 POLL_S = 1.0
@@ -327,7 +328,7 @@ class Search:
         return curves
 
     def tag(self, flight: TrialInFlight, seed: int, extra: Mapping[str, str]) -> None:
-        tags = {"gaca.study": self.search.study, "gaca.trial": str(flight.number), **extra}
+        tags = {TAG_STUDY: self.search.study, TAG_TRIAL: str(flight.number), **extra}
         for key, value in tags.items():
             self.client.set_tag(flight.run_ids[seed], key, value)
 
@@ -364,7 +365,7 @@ class Search:
 
     def close(self, flight: TrialInFlight, state: str, text: str) -> None:
         for seed in flight.run_ids:
-            self.tag(flight, seed, {"gaca.trial_state": state})
+            self.tag(flight, seed, {TAG_TRIAL_STATE: state})
         del self.active[flight.number]
         print(f"[{self.clock()}] trial {flight.number} {text}")
         self.write_reports()

@@ -22,6 +22,7 @@ import subprocess
 import sys
 from typing import Any
 
+from gaca.contract import CONFIG_ARTIFACT, FINAL_EVAL_SUCCESS_RATE
 from gaca.paper.metrics import publish_contract_metrics
 from gaca.tracking.tags import run_name, run_tags
 from gaca.paper.verl_job import VerlJob, build_job, launcher_gpus_per_node
@@ -30,7 +31,7 @@ from gaca.trainer.result import TrainResult
 
 STOP_GRACE_S = 30.0
 """Seconds the trainer gets to exit after SIGTERM before SIGKILL."""
-FINAL_METRIC = "final/eval_success_rate"
+FINAL_METRIC = FINAL_EVAL_SUCCESS_RATE
 
 
 class TrainerFailed(RuntimeError):
@@ -61,7 +62,7 @@ def launch(run: RunConfig, resolved: dict[str, Any]) -> TrainResult:
         resume_run_id=existing.run_id if existing else None,
     )
     if existing is None:
-        logger.log_text(OmegaConf.to_yaml(OmegaConf.create(resolved)), "config.yaml")
+        logger.log_text(OmegaConf.to_yaml(OmegaConf.create(resolved)), CONFIG_ARTIFACT)
     job = build_job(run, key, uri, logger.run_id, launcher_gpus_per_node())
     logger.log_text(job.shell() + "\n", "verl/command.sh")
     print(f"gaca job: verl trainer for run {key} (MLflow run {logger.run_id}):\n{job.shell()}", file=sys.stderr, flush=True)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from gaca import contract
 from gaca.envs import EnvFamily, make_family
 from gaca.estimators import compute_advantages, mean_token_nll
 from gaca.policy.bc import behaviour_clone, cached_policy, collect_demos
@@ -33,10 +34,6 @@ from gaca.tracking.identity import run_key
 from gaca.tracking.run import RunLogger, find_run, flatten
 from gaca.tracking.tags import run_name, run_tags
 from gaca.tracking.store import prepare_store, resolve_tracking_uri
-
-CRITICALITY_BINS = np.append(np.linspace(0.0, 4.0, 41), np.inf)
-"""Fixed bins of the criticality histogram artifact (diag/criticality_hist.csv): 40 bins of 0.1 over
-[0, 4), then one overflow bin [4, inf) so that every step is counted."""
 
 PURPOSE_TASKS, PURPOSE_ROLLOUT, PURPOSE_UPDATE, PURPOSE_EVAL = 1, 2, 3, 4
 
@@ -80,15 +77,15 @@ def evaluate(policy: Policy, family: EnvFamily, run: RunConfig, iteration: int) 
 def eval_metrics(rollouts: Rollouts) -> dict[str, float]:
     episodes = rollouts.episodes
     return {
-        "eval/success_rate": rollouts.success_rate,
-        "eval/return_mean": float(np.mean([e.total_return for e in episodes])),
-        "eval/episode_length": float(np.mean([e.length for e in episodes])),
+        contract.EVAL_SUCCESS_RATE: rollouts.success_rate,
+        contract.EVAL_RETURN_MEAN: float(np.mean([e.total_return for e in episodes])),
+        contract.EVAL_EPISODE_LENGTH: float(np.mean([e.length for e in episodes])),
     }
 
 
 def outcomes_csv(rollouts: Rollouts, iteration: int) -> str:
     out = io.StringIO()
-    out.write("iteration,task_id,episode,success,return,length\n")
+    out.write(",".join(contract.OUTCOME_FILE_COLUMNS) + "\n")
     seen: dict[int, int] = {}
     for e in rollouts.episodes:
         episode = seen[e.task_id] = seen.get(e.task_id, -1) + 1
@@ -101,10 +98,10 @@ def transcripts_text(rollouts: Rollouts) -> str:
 
 
 def log_evaluation(logger: RunLogger, rollouts: Rollouts, iteration: int) -> None:
-    logger.log_text(outcomes_csv(rollouts, iteration), f"eval/outcomes_{iteration:05d}.csv")
+    logger.log_text(outcomes_csv(rollouts, iteration), contract.outcomes_artifact(iteration))
     text = transcripts_text(rollouts)
     if text:
-        logger.log_text(text, f"transcripts/eval_{iteration:05d}.txt")
+        logger.log_text(text, contract.transcripts_artifact(iteration))
 
 
 def sampled_token_mask(rows: StepRows, width: int) -> torch.Tensor:
@@ -165,10 +162,10 @@ def _train(
         reference.model.requires_grad_(False)
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=run.trainer.lr, weight_decay=run.trainer.weight_decay)
     start = 0
-    histogram = np.zeros(len(CRITICALITY_BINS) - 1)
+    histogram = np.zeros(len(contract.CRITICALITY_BINS) - 1)
     if checkpoint:
         optimizer.load_state_dict(checkpoint.state["optimizer"])
-        histogram = np.resize(checkpoint.state["criticality_hist"], len(CRITICALITY_BINS) - 1)  # older: no overflow bin
+        histogram = np.resize(checkpoint.state["criticality_hist"], len(contract.CRITICALITY_BINS) - 1)  # older: no overflow bin
         histogram[len(checkpoint.state["criticality_hist"]) :] = 0
         start = checkpoint.iteration
 
@@ -177,7 +174,7 @@ def _train(
         resume_run_id=existing.run_id if existing else None,
     )
     if existing is None:
-        logger.log_text(_yaml(resolved), "config.yaml")
+        logger.log_text(_yaml(resolved), contract.CONFIG_ARTIFACT)
     trainer = run.trainer
     progress = Progress(trainer.iterations, start, quiet=quiet)
     curve: list[tuple[int, float]] = []
@@ -216,30 +213,30 @@ def _train(
             )
             update_seconds = time.perf_counter() - update_began
             if advantage.criticality is not None:
-                histogram += np.histogram(advantage.criticality.numpy(), bins=CRITICALITY_BINS)[0]
+                histogram += np.histogram(advantage.criticality.numpy(), bins=contract.CRITICALITY_BINS)[0]
             elapsed = time.perf_counter() - began
             episodes = rollouts.episodes
             metrics = {
-                "train/success_rate": rollouts.success_rate,
-                "train/return_mean": float(np.mean([e.total_return for e in episodes])),
-                "train/episode_length": float(np.mean([e.length for e in episodes])),
-                "train/invalid_action_rate": float(np.mean(rows.invalid)),
-                "loss/policy": stats.policy_loss,
-                "loss/kl": stats.kl,
-                "loss/clip_frac": stats.clip_frac,
-                "loss/entropy": stats.entropy,
-                "loss/grad_norm": stats.grad_norm,
-                "train/lr": optimizer.param_groups[0]["lr"],
-                **{f"diag/{k}": v for k, v in advantage.diagnostics.items()},
+                contract.TRAIN_SUCCESS_RATE: rollouts.success_rate,
+                contract.TRAIN_RETURN_MEAN: float(np.mean([e.total_return for e in episodes])),
+                contract.TRAIN_EPISODE_LENGTH: float(np.mean([e.length for e in episodes])),
+                contract.TRAIN_INVALID_ACTION_RATE: float(np.mean(rows.invalid)),
+                contract.LOSS_POLICY: stats.policy_loss,
+                contract.LOSS_KL: stats.kl,
+                contract.LOSS_CLIP_FRAC: stats.clip_frac,
+                contract.LOSS_ENTROPY: stats.entropy,
+                contract.LOSS_GRAD_NORM: stats.grad_norm,
+                contract.TRAIN_LR: optimizer.param_groups[0]["lr"],
+                **{contract.diagnostic_metric(k): v for k, v in advantage.diagnostics.items()},
                 **batch_signal(rollouts, advantage, family.horizon),
-                "perf/iteration_s": elapsed,
-                "perf/env_s": rollouts.env_seconds,
-                "perf/generation_s": rollouts.generation_seconds,
-                "perf/update_s": update_seconds,
-                "perf/estimator_s": estimator_seconds,
-                "perf/env_steps_per_s": len(rows) / max(rollouts.env_seconds, 1e-9),
-                "perf/tokens_per_s": rollouts.generated_tokens / max(rollouts.generation_seconds, 1e-9),
-                "perf/train_tokens_per_s": stats.tokens / max(update_seconds, 1e-9),
+                contract.PERF_ITERATION_S: elapsed,
+                contract.PERF_ENV_S: rollouts.env_seconds,
+                contract.PERF_GENERATION_S: rollouts.generation_seconds,
+                contract.PERF_UPDATE_S: update_seconds,
+                contract.PERF_ESTIMATOR_S: estimator_seconds,
+                contract.PERF_ENV_STEPS_PER_S: len(rows) / max(rollouts.env_seconds, 1e-9),
+                contract.PERF_TOKENS_PER_S: rollouts.generated_tokens / max(rollouts.generation_seconds, 1e-9),
+                contract.PERF_TRAIN_TOKENS_PER_S: stats.tokens / max(update_seconds, 1e-9),
             }
             evaluation = None
             if iteration % trainer.eval_every == 0 or iteration == trainer.iterations:
@@ -260,8 +257,8 @@ def _train(
         if final_success is None:  # resumed after the last iteration's checkpoint
             final_success = evaluate(policy, family, run, trainer.iterations).success_rate
         if run.algorithm.method == "gaca":
-            logger.log_text(_histogram_csv(histogram), "diag/criticality_hist.csv")
-        logger.log_metrics({"final/eval_success_rate": final_success}, step=trainer.iterations)
+            logger.log_text(_histogram_csv(histogram), contract.CRITICALITY_HISTOGRAM)
+        logger.log_metrics({contract.FINAL_EVAL_SUCCESS_RATE: final_success}, step=trainer.iterations)
         logger.finish("FINISHED")
     except BaseException as error:
         logger.finish("KILLED" if isinstance(error, (KeyboardInterrupt, Interrupted)) else "FAILED")
@@ -273,7 +270,7 @@ def _train(
 
 def _histogram_csv(histogram: np.ndarray) -> str:
     lines = ["bin_left,bin_right,count"]
-    lines += [f"{lo:.2f},{hi:.2f},{int(c)}" for lo, hi, c in zip(CRITICALITY_BINS[:-1], CRITICALITY_BINS[1:], histogram)]
+    lines += [f"{lo:.2f},{hi:.2f},{int(count)}" for lo, hi, count in zip(contract.CRITICALITY_BINS[:-1], contract.CRITICALITY_BINS[1:], histogram)]
     return "\n".join(lines) + "\n"
 
 

@@ -72,7 +72,7 @@ def test_gigpo_needs_anchor_but_grpo_does_not():
         ("gamma", 1.01, "gamma must be in \\(0, 1\\]"),
         ("eps", 0.0, "eps must be > 0"),
         ("step_weight", -1.0, "step_weight must be >= 0"),
-        ("method", "ppo", "method must be one of \\['grpo', 'gigpo', 'gaca'\\], got 'ppo'"),
+        ("method", "ppo", "method must be one of \\['gaca', 'gigpo', 'grpo'\\], got 'ppo'"),
         ("detector", "oracle", "detector must be one of .*'loo'"),
         ("norm", "std", "norm must be one of"),
         ("singleton_fallback", "drop", "singleton_fallback must be one of"),

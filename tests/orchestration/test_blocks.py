@@ -74,6 +74,8 @@ def test_the_uniform_control_lambda0_half_and_modulation_off_run_once(every_run)
 def test_grids_are_exactly_the_cells_the_report_reads(every_run):
     """analysis/blocks.py declares the table cells; the sweeps must produce those configurations."""
     blocks = pytest.importorskip("analysis.blocks")
+    from analysis.collect import parse_param
+
     for block in blocks.BLOCKS.values():
         expected = {
             (variant.key(), env, scale, seed)
@@ -82,7 +84,7 @@ def test_grids_are_exactly_the_cells_the_report_reads(every_run):
         }
         planned = set()
         for run in in_block(every_run, block.name):
-            params = flatten(run.config.to_dict())
+            params = {key: parse_param(value) for key, value in flatten(run.config.to_dict()).items()}
             planned.add((blocks.canonical_config(params), run.config.env.name, run.config.model.name, run.config.seed))
         assert planned == expected, block.name
 
