@@ -66,7 +66,7 @@ def plugin_options(algorithm: Any, estimator: str) -> tuple[AdvantageConfig, Rew
     try:
         config = AdvantageConfig(**{**estimator_values, "method": method})
     except ValueError as error:
-        raise ValueError(f"algorithm.gaca: {str(error).replace('AdvantageConfig.', 'algorithm.gaca.')}") from None
+        raise ValueError(str(error).replace("algorithm.", "algorithm.gaca.", 1)) from None
     return config, RewardOptions(**reward_values)
 
 

@@ -86,7 +86,7 @@ def test_bad_config_names_the_field(field, value, pattern):
 
 
 def test_from_dict_rejects_unknown_keys():
-    with pytest.raises(ValueError, match="unknown AdvantageConfig field\\(s\\) \\['lamda0'\\]"):
+    with pytest.raises(ValueError, match="unknown key\\(s\\) \\['algorithm.lamda0'\\]"):
         AdvantageConfig.from_dict({"lamda0": 0.3})
     assert AdvantageConfig.from_dict({"lambda0": 0.3}).lambda0 == 0.3
 

@@ -51,4 +51,4 @@ def test_an_unknown_detector_is_rejected_naming_the_key_and_the_known_ones(tmp_p
         cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     assert done.returncode == 2
-    assert "detector must be one of ['entropy', 'loo', 'random', 'uniform'], got 'nope'" in done.stderr
+    assert "algorithm.detector must be one of ['entropy', 'loo', 'random', 'uniform'], got 'nope'" in done.stderr
