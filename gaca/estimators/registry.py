@@ -36,6 +36,8 @@ class EstimatorSpec:
     """Whether ``compute_advantages`` must be given the anchor observations (step-level groups)."""
     gated: bool = False
     """Whether it runs ``config.detector``: the detector's reads and needs then count as its own."""
+    verl_name: str | None = None
+    """Its ``algorithm.adv_estimator`` name in verl (``gaca.verl``); None: not offered to verl."""
 
 
 @dataclass(frozen=True)
@@ -55,14 +57,19 @@ ESTIMATORS: Registry = Registry("method")
 DETECTORS: Registry = Registry("detector")
 """``algorithm.detector`` -> the detector function, with its ``DetectorSpec``."""
 
-ESTIMATORS.declare("grpo", "gaca.estimators.core:grpo", EstimatorSpec(EVERY_ESTIMATOR_READS, needs_anchors=False))
+# verl's own ``grpo`` keeps its name there: the paper's episode-level GRPO over step rows is ``gaca_grpo``.
 ESTIMATORS.declare(
-    "gigpo", "gaca.estimators.core:gigpo", EstimatorSpec(EVERY_ESTIMATOR_READS + STEP_LEVEL_READS, needs_anchors=True)
+    "grpo", "gaca.estimators.core:grpo", EstimatorSpec(EVERY_ESTIMATOR_READS, needs_anchors=False, verl_name="gaca_grpo")
+)
+ESTIMATORS.declare(
+    "gigpo",
+    "gaca.estimators.core:gigpo",
+    EstimatorSpec(EVERY_ESTIMATOR_READS + STEP_LEVEL_READS, needs_anchors=True, verl_name="gigpo"),
 )
 ESTIMATORS.declare(
     "gaca",
     "gaca.estimators.core:gaca",
-    EstimatorSpec(EVERY_ESTIMATOR_READS + STEP_LEVEL_READS + GATE_READS, needs_anchors=True, gated=True),
+    EstimatorSpec(EVERY_ESTIMATOR_READS + STEP_LEVEL_READS + GATE_READS, needs_anchors=True, gated=True, verl_name="gaca"),
 )
 DETECTORS.declare("entropy", "gaca.estimators.detectors:entropy_detector", DetectorSpec(("alpha_c",), needs_nll=True))
 DETECTORS.declare("uniform", "gaca.estimators.detectors:uniform_detector", DetectorSpec(constant=True))
@@ -78,6 +85,12 @@ def needs_nll(algorithm: Mapping[str, Any]) -> bool:
     """Whether the estimator of ``algorithm`` (a mapping of ``AdvantageConfig`` fields) reads H_t."""
     spec: EstimatorSpec = ESTIMATORS.spec(algorithm["method"])
     return spec.gated and DETECTORS.spec(algorithm["detector"]).needs_nll
+
+
+def verl_names() -> dict[str, str]:
+    """``algorithm.method`` -> its ``algorithm.adv_estimator`` name in verl, for every estimator verl is offered."""
+    specs = {method: ESTIMATORS.spec(method) for method in ESTIMATORS}
+    return {method: spec.verl_name for method, spec in specs.items() if spec.verl_name}
 
 
 def constant_gate(algorithm: Mapping[str, Any]) -> bool:

@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
+from gaca.backends import BACKENDS
 from gaca.envs import EnvConfig
 from gaca.estimators import AdvantageConfig
 from gaca.policy.config import ModelConfig
@@ -156,8 +157,6 @@ class TrackingConfig:
             raise ValueError(f"tracking.experiment must be a non-empty string, got {self.experiment!r}")
 
 
-BACKENDS = ("cpu", "verl")
-"""``backend=NAME``: cpu (gaca's own trainer) or verl (a verl-agent job on GPUs, ``gaca.paper``)."""
 VERL_ENV_FAMILIES = ("household", "alfworld", "shop")
 """Env families a verl job can play: household and alfworld are ALFWorld, shop is WebShop."""
 

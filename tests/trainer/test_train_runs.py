@@ -8,7 +8,8 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from gaca import contract
-from gaca.trainer.loop import Interrupted, train
+from gaca.backends.lifecycle import Stopped
+from gaca.trainer.loop import train
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +63,7 @@ def test_resume_equals_uninterrupted(workdir, compose_run):
     weights = {k: v.clone() for k, v in _policy_weights(tmp_path / "straight" / straight.run_key).items()}
 
     resumed_run, resumed_resolved = compose_run("algorithm=gaca", "output_dir=resumed", "tracking.experiment=resumed", annealed)
-    with pytest.raises(Interrupted):
+    with pytest.raises(Stopped):
         train(resumed_run, resumed_resolved, quiet=True, stop_after=2)
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name("resumed")
