@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from gaca.contract import canonical, normalize
+from gaca.contract import canonical, flatten, normalize, parse_param, unflatten
 from gaca.estimators.config import AdvantageConfig
 from gaca.estimators.registry import read_fields
 
@@ -36,26 +36,9 @@ SCALE_LABELS = {"tiny": "tiny (1.5B analogue)", "small": "small (7B analogue)"}
 ConfigKey = tuple[tuple[str, object], ...]
 
 
-def unflatten(config: Mapping[str, object]) -> dict[str, Any]:
-    """``{"trainer.lr": 0.001}`` (a run's logged params) -> ``{"trainer": {"lr": 0.001}}``."""
-    nested: dict[str, Any] = {}
-    for key, value in config.items():
-        *parents, leaf = key.split(".")
-        node = nested
-        for parent in parents:
-            node = node.setdefault(parent, {})
-        node[leaf] = value
-    return nested
-
-
-def _flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, object]:
-    flat: dict[str, object] = {}
-    for key, value in config.items():
-        if isinstance(value, Mapping) and value:
-            flat.update(_flat(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = str(value) if isinstance(value, (list, Mapping)) else value
-    return flat
+def _parsed(config: Mapping[str, Any]) -> dict[str, object]:
+    """``config`` as its run's params read back: dotted keys, numbers as numbers, lists as their text."""
+    return {key: parse_param(value) for key, value in flatten(config).items()}
 
 
 def identity(config: Mapping[str, object]) -> dict[str, object]:
@@ -66,7 +49,7 @@ def identity(config: Mapping[str, object]) -> dict[str, object]:
     algorithm = nested.get("algorithm", {})
     if "method" not in algorithm:
         raise KeyError("algorithm.method")
-    flat = _flat(normalize(canonical(nested)))
+    flat = _parsed(normalize(canonical(nested)))
     for key in read_fields(algorithm):
         if f"algorithm.{key}" not in flat:
             raise KeyError(f"algorithm.{key}")
@@ -224,7 +207,7 @@ def _expand(names: tuple[str, ...]) -> dict[str, Block]:
                 seeds.update(int(override.split("=", 1)[1]) for override in run if override.startswith("seed="))
                 if point not in composed:
                     config = OmegaConf.to_container(session.compose([*sweep.base_overrides(), *point]), resolve=True)
-                    composed[point] = _flat(config)
+                    composed[point] = _parsed(config)
             blocks[name] = _block(name, list(composed.values()), tuple(sorted(seeds)))
     finally:
         GlobalHydra.instance().clear()

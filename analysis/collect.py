@@ -24,7 +24,7 @@ from mlflow.tracking import MlflowClient
 from mlflow.utils.rest_utils import http_request
 
 from gaca import contract
-from gaca.contract import CRITICALITY_HISTOGRAM, DIAGNOSTIC_METRICS, outcomes_artifact
+from gaca.contract import CRITICALITY_HISTOGRAM, DIAGNOSTIC_METRICS, outcomes_artifact, parse_param
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 DEFAULT_EXPERIMENT = "gaca"
@@ -59,23 +59,6 @@ DOWNLOAD_THREADS = 8
 def resolve_tracking_uri(explicit: str | None = None) -> str:
     """``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db`` here."""
     return explicit or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
-
-
-def parse_param(text: str | None) -> object:
-    """MLflow stores params as strings; give back the int, float, bool or None they were logged from."""
-    if text is None:
-        return None
-    stripped = text.strip()
-    if stripped.lower() in ("none", "null", ""):
-        return None
-    if stripped.lower() in ("true", "false"):
-        return stripped.lower() == "true"
-    for cast in (int, float):
-        try:
-            return cast(stripped)
-        except ValueError:
-            pass
-    return text
 
 
 def load_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:

@@ -21,8 +21,8 @@ from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
 from gaca import contract
+from gaca.contract import flatten
 from gaca.tracking.identity import run_key
-from gaca.tracking.run import flatten
 
 TRAIN_METRICS = tuple(name for name in contract.METRICS if name.split("/")[0] in ("train", "loss", "perf"))
 DIAGNOSTICS = dict(zip(contract.DIAGNOSTIC_METRICS, (0.30, 0.4995, 0.075, 0.002, 0.85)))

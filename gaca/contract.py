@@ -4,7 +4,8 @@ The trainer, the verl job wrapper, sweeps, the analysis and the synthetic runs o
 import their names from here. Importable without torch or MLflow.
 
 - Store: ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db`` in the working folder.
-- Tags: ``TAGS``. Params: the whole resolved config flattened with dotted keys (``algorithm.lambda0``).
+- Tags: ``TAGS``. Params: the whole resolved config, ``flatten``-ed to dotted keys (``algorithm.lambda0``);
+  ``parse_param`` and ``unflatten`` read them back.
 - Metrics (step = iteration; ``METRICS``): one ``log_batch`` per iteration, the evaluation's at
   step 0 (before training) and at each evaluation, ``final/eval_success_rate`` at the end.
 - Artifacts: ``CONFIG_ARTIFACT``, ``outcomes_artifact(i)`` per evaluation, ``transcripts_artifact(i)``,
@@ -148,6 +149,52 @@ def outcomes_artifact(iteration: int) -> str:
 
 def transcripts_artifact(iteration: int) -> str:
     return f"transcripts/eval_{iteration:05d}.txt"
+
+
+# --- params ------------------------------------------------------------------------------------
+MAX_PARAM_LENGTH = 6000
+"""MLflow's limit on a param value; longer values are cut."""
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested config -> the run's params, ``{"trainer.lr": "0.001", ...}`` (MLflow params are strings)."""
+    flat: dict[str, str] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = str(value)[:MAX_PARAM_LENGTH]
+    return flat
+
+
+def unflatten(params: Mapping[str, object]) -> dict[str, Any]:
+    """Dotted params -> the nested config, ``{"trainer.lr": 0.001}`` -> ``{"trainer": {"lr": 0.001}}``."""
+    nested: dict[str, Any] = {}
+    for key, value in params.items():
+        *parents, leaf = key.split(".")
+        node = nested
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[leaf] = value
+    return nested
+
+
+def parse_param(text: str | None) -> object:
+    """A param as logged (a string) -> the int, float, bool or None it was logged from; other text as is."""
+    if text is None:
+        return None
+    stripped = text.strip()
+    if stripped.lower() in ("none", "null", ""):
+        return None
+    if stripped.lower() in ("true", "false"):
+        return stripped.lower() == "true"
+    for cast in (int, float):
+        try:
+            return cast(stripped)
+        except ValueError:
+            pass
+    return text
 
 
 # --- seeds -------------------------------------------------------------------------------------

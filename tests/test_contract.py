@@ -22,11 +22,8 @@ def test_every_metric_and_tag_is_prefixed_and_explained():
     assert set(contract.DIAGNOSTIC_METRICS + contract.SIGNAL_METRICS + contract.EVAL_METRICS) <= set(contract.METRICS)
 
 
-def flat(config, prefix=""):
-    out = {}
-    for key, value in config.items():
-        out.update(flat(value, f"{prefix}{key}.") if isinstance(value, dict) and value else {f"{prefix}{key}": value})
-    return out
+def flat(config):
+    return {key: contract.parse_param(value) for key, value in contract.flatten(config).items()}
 
 
 def test_a_run_and_its_table_cell_follow_one_canonical_config():
@@ -40,3 +37,13 @@ def test_a_run_and_its_table_cell_follow_one_canonical_config():
     assert run_key(uniform) == run_key(spelled)
     assert canonical_config(flat(uniform)) == canonical_config(flat(spelled))
     assert canonical_config(flat(default)) == canonical_config(DEFAULT_CONFIG)
+
+
+def test_params_are_written_flat_and_read_back():
+    config = {"algorithm": {"lambda0": 0.5, "detector": "entropy"}, "trainer": {"threads": None, "bc": {"steps": 250}}}
+    params = contract.flatten(config)
+    assert params == {"algorithm.lambda0": "0.5", "algorithm.detector": "entropy", "trainer.threads": "None",
+                      "trainer.bc.steps": "250"}
+    assert contract.unflatten({key: contract.parse_param(value) for key, value in params.items()}) == config
+    assert contract.parse_param("3") == 3 and isinstance(contract.parse_param("3"), int)
+    assert contract.parse_param("True") is True and contract.parse_param("1e-06") == 1e-06

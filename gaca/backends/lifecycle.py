@@ -48,7 +48,8 @@ def open_or_skip(run: RunConfig, resolved: dict[str, Any]) -> OpenRun | TrainRes
     from omegaconf import OmegaConf
 
     from gaca.tracking.identity import run_key
-    from gaca.tracking.run import RunLogger, find_run, flatten
+    from gaca.contract import flatten
+    from gaca.tracking.run import RunLogger, find_run
     from gaca.tracking.store import prepare_store, resolve_tracking_uri
     from gaca.tracking.tags import run_name, run_tags
 

@@ -6,7 +6,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
@@ -16,19 +16,6 @@ from gaca.tracking.secrets import redact_params, redact_text
 from gaca.tracking.store import prepare_store
 
 MAX_PARAMS_PER_CALL = 100  # MLflow's log_batch limit
-MAX_PARAM_LENGTH = 6000
-
-
-def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """Nested config -> ``{"trainer.lr": "0.001", ...}`` (MLflow params are strings)."""
-    flat: dict[str, str] = {}
-    for key, value in config.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            flat.update(flatten(value, f"{name}."))
-        else:
-            flat[name] = str(value)[:MAX_PARAM_LENGTH]
-    return flat
 
 
 def git_commit() -> str:

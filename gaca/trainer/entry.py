@@ -114,7 +114,7 @@ def explain_override_error(error: Exception, overrides: list[str]) -> str:
 
 def known_keys(overrides: list[str]) -> list[str]:
     """Every dotted key of the config composed with ``overrides`` (group choices pick which keys exist)."""
-    from gaca.tracking.run import flatten
+    from gaca.contract import flatten
 
     try:
         return list(flatten(OmegaConf.to_container(compose(overrides), resolve=False)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from analysis.blocks import BLOCKS, DEFAULT_CONFIG, MAIN, canonical_config, get_block
-from analysis.collect import parse_param
+from gaca.contract import parse_param
 
 
 def key(**overrides):
