@@ -2,9 +2,10 @@
 
 Modules, in the order data flows through them:
 
-- ``blocks``: which configurations form each table cell (the ablation grid, declared once).
+- ``blocks``: the blocks of ``sweeps/`` as the report shows them (the grid is the sweep files'; rows
+  labelled and ordered here); which configurations form each table cell (``gaca.contract.canonical``).
 - ``collect``: MLflow -> tidy pandas frames (runs, metric curves, per-task evaluation outcomes).
-- ``cells``: which runs fill which cell (status, duplicates, protocol, seeds) and the selected scores.
+- ``cells``: which runs fill which cell (status, duplicates, other configurations, seeds) and the selected scores.
 - ``stats``: small pure functions (mean/std over seeds, stratified bootstrap, probability of improvement).
 - ``tables``, ``figures``, ``claims``: the paper's artifacts from the cell results.
 - ``latex``: ``report.tex`` and its compilation with latexmk.

@@ -26,6 +26,7 @@ from mlflow.tracking import MlflowClient
 from analysis import cells, collect, report
 from analysis.blocks import ABLATION_ENVIRONMENT, ABLATION_SCALE, ABLATIONS, BLOCKS
 from analysis.synthetic import DIAGNOSTICS, SyntheticRun, log_runs
+from gaca import contract
 
 EXPERIMENT = "gaca-bench"
 MAIN_SUCCESS = {
@@ -89,7 +90,7 @@ def _run(
     tau = LEARNING_TIME[method] * iterations
     curve = [final * (0.25 + 0.75 * (1 - math.exp(-step / tau)) / (1 - math.exp(-iterations / tau))) for step in steps]
     curve = [float(np.clip(value + rng.normal(0, 0.01), 0, 1)) for value in curve[:-1]] + [final]
-    diagnostics = {**DIAGNOSTICS, "diag/criticality_std": 0.31 if env == "household" else 0.27}
+    diagnostics = {**DIAGNOSTICS, contract.DIAG_CRITICALITY_STD: 0.31 if env == "household" else 0.27}
     return SyntheticRun(
         method,
         env,

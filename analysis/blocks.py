@@ -1,78 +1,30 @@
-"""The experiment grid, declared once: which configurations form each table cell.
+"""The report's blocks: the sweep files of ``sweeps/``, expanded by the orchestration and composed
+as their jobs compose them; this module adds only how their rows are named, labelled and ordered.
 
 A cell is a configuration, not a ``gaca.block`` tag: every FINISHED run whose estimator config is
-equivalent to the cell's (``canonical_config``), in the cell's environment and scale, fills it, no
-matter which sweep launched it. Sweeps import ``BLOCKS`` to know what to run; the report imports it
-to know what to read.
+equivalent to the cell's (``canonical_config``, the rule of ``gaca.contract.canonical``), in the
+cell's environment and scale and the setting shared by the rest of the table, fills it, no matter
+which sweep launched it. The ablations run on ALFWorld at 1.5B in the paper; here where their sweep
+files run them (the errand testbed at the tiny scale, docs/testbed.md), and the report reads them
+where most of their runs are (``cells.ablation_setting``).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Mapping
+from pathlib import Path
+from typing import Any, Callable, Mapping
 
-SEEDS = (0, 1, 2)
-"""The seeds the sweeps run unless told otherwise (``gaca sweep BLOCK seed=0,1,2,3,4`` runs more).
-The report never assumes this count: a cell's seeds, n, intervals and power follow the runs found
-(``Plan.expected_seeds``)."""
+from gaca.contract import canonical, flatten, normalize, parse_param, unflatten
+from gaca.estimators.config import AdvantageConfig
+from gaca.estimators.registry import read_fields
 
-DEFAULT_CONFIG: Mapping[str, object] = {
-    "algorithm.method": "gaca",
-    "algorithm.detector": "entropy",
-    "algorithm.lambda0": 0.5,
-    "algorithm.alpha_lambda": 0.5,
-    "algorithm.beta_lambda": 0.5,
-    "algorithm.alpha_c": 1.0,
-    "algorithm.norm": "mean_std",
-    "algorithm.singleton_fallback": "prompt_group",
-    "algorithm.step_weight": 1.0,
-    "algorithm.gamma": 0.95,
-    "algorithm.conventions": "spec",
-}
-"""GACA's defaults (ESTIMATOR-SPEC.md); every variant below overrides only what its block varies."""
+DEFAULT_CONFIG: Mapping[str, object] = {f"algorithm.{key}": value for key, value in AdvantageConfig().to_dict().items()}
+"""GACA's defaults (``AdvantageConfig``, ESTIMATOR-SPEC.md): what a variant's ``overrides`` differ from."""
 
-ENVIRONMENTS = ("household", "shop")
-SCALES = ("tiny", "small")
-ABLATION_ENVIRONMENT = "errand"
-ABLATION_SCALE = "tiny"
-"""The ablations run on ALFWorld at 1.5B in the paper; here on the errand testbed (docs/testbed.md). The report reads them
-where most of their runs are (``cells.ablation_setting``: the sweeps run in the training config's
-default environment) and falls back to this setting when there are none."""
-
-PROTOCOL_KEYS = ("trainer.preset", "trainer.iterations", "env.difficulty")
-"""Training-protocol params that must agree among the runs compared in one setting."""
-
-METHOD_KEYS: Mapping[str, tuple[str, ...]] = {
-    "grpo": ("algorithm.norm", "algorithm.conventions"),
-    "gigpo": (
-        "algorithm.norm", "algorithm.gamma", "algorithm.step_weight", "algorithm.singleton_fallback",
-        "algorithm.conventions",
-    ),
-    "gaca": (
-        "algorithm.norm",
-        "algorithm.conventions",
-        "algorithm.gamma",
-        "algorithm.step_weight",
-        "algorithm.singleton_fallback",
-        "algorithm.detector",
-        "algorithm.lambda0",
-        "algorithm.alpha_lambda",
-        "algorithm.beta_lambda",
-        "algorithm.alpha_c",
-    ),
-}
-"""The estimator params each method reads; the others (e.g. GRPO's lambda0) do not change the run."""
-
-NUMERIC_KEYS = frozenset(
-    {
-        "algorithm.gamma",
-        "algorithm.step_weight",
-        "algorithm.lambda0",
-        "algorithm.alpha_lambda",
-        "algorithm.beta_lambda",
-        "algorithm.alpha_c",
-    }
-)
+PRESET_KEY = "trainer.preset"
+"""The trainer preset's name: not part of a run's identity, but what ``gaca report --preset`` selects by."""
 
 ENVIRONMENT_LABELS = {
     "household": "Household (ALFWorld analogue)",
@@ -80,46 +32,52 @@ ENVIRONMENT_LABELS = {
     "errand": "Errand (credit-assignment testbed)",
 }
 SCALE_LABELS = {"tiny": "tiny (1.5B analogue)", "small": "small (7B analogue)"}
-METHOD_LABELS = {"grpo": "GRPO", "gigpo": "GiGPO", "gaca": "GACA"}
-METHODS = ("grpo", "gigpo", "gaca")
 
 ConfigKey = tuple[tuple[str, object], ...]
 
 
-def canonical_config(config: Mapping[str, object]) -> ConfigKey:
-    """The estimator a config actually runs, as a hashable key; equal keys are one cell.
+def _parsed(config: Mapping[str, Any]) -> dict[str, object]:
+    """``config`` as its run's params read back: dotted keys, numbers as numbers, lists as their text."""
+    return {key: parse_param(value) for key, value in flatten(config).items()}
 
-    Only the params the method reads count. The fixed-weight estimator has several spellings that
-    give identical advantages (ESTIMATOR-SPEC.md, special cases): ``detector=uniform``, or
-    ``alpha_lambda = beta_lambda = 0`` with any detector. They share one key (detector uniform,
-    no modulation, alpha_c dropped since c = 1 ignores it), so the uniform control, the lambda0 = 0.5
-    sweep entry and the modulation-off entry are one result, as in the paper.
+
+def identity(config: Mapping[str, object]) -> dict[str, object]:
+    """``gaca.contract.canonical`` of a dotted config (a run's params), flattened again: what
+    determines the run's result, every key of it. Raises ``KeyError`` naming the first param the
+    estimator reads that the config lacks."""
+    nested = unflatten(config)
+    algorithm = nested.get("algorithm", {})
+    if "method" not in algorithm:
+        raise KeyError("algorithm.method")
+    flat = _parsed(normalize(canonical(nested)))
+    for key in read_fields(algorithm):
+        if f"algorithm.{key}" not in flat:
+            raise KeyError(f"algorithm.{key}")
+    return flat
+
+
+def canonical_config(config: Mapping[str, object]) -> ConfigKey:
+    """The estimator a config actually runs (the ``algorithm`` part of its ``identity``), as a
+    hashable key; with the same env, scale and the rest of the identity, equal keys are one cell.
+
+    Only the params the method reads count (its registry spec), and the fixed-weight estimator's
+    spellings (``detector=uniform``, or ``alpha_lambda = beta_lambda = 0``) are one key: the uniform
+    control, the lambda0 = 0.5 sweep entry and the modulation-off entry are one result, as in the paper.
 
     Raises ``KeyError`` naming the first param the config lacks.
     """
-    method = config["algorithm.method"]
-    if method not in METHOD_KEYS:
-        raise KeyError(f"algorithm.method={method!r} (known: {', '.join(METHOD_KEYS)})")
-    values: dict[str, object] = {"algorithm.method": method}
-    for key in METHOD_KEYS[method]:
-        if key not in config or config[key] is None:
-            raise KeyError(key)
-        values[key] = round(float(config[key]), 9) if key in NUMERIC_KEYS else str(config[key])
-    if method == "gaca":
-        fixed_weight = values["algorithm.detector"] == "uniform" or (
-            values["algorithm.alpha_lambda"] == 0.0 and values["algorithm.beta_lambda"] == 0.0
-        )
-        if fixed_weight:
-            values.update(
-                {"algorithm.detector": "uniform", "algorithm.alpha_lambda": 0.0, "algorithm.beta_lambda": 0.0}
-            )
-            del values["algorithm.alpha_c"]
-    return tuple(sorted(values.items()))
+    return tuple(sorted((key, value) for key, value in identity(config).items() if key.startswith("algorithm.")))
+
+
+def setting(config: Mapping[str, object]) -> dict[str, object]:
+    """Everything in a config's ``identity`` but the estimator and the seed: what must be equal
+    among the runs compared in one table (the environment, the model, the trainer)."""
+    return {key: value for key, value in identity(config).items() if not key.startswith("algorithm.") and key != "seed"}
 
 
 @dataclass(frozen=True)
 class Variant:
-    """One row of a block: a configuration given by how it differs from ``DEFAULT_CONFIG``."""
+    """One row of a block: a configuration given by how its estimator differs from ``DEFAULT_CONFIG``."""
 
     name: str
     """Short id used in claims and file names, e.g. ``lambda0=0.25``."""
@@ -128,7 +86,7 @@ class Variant:
     latex: str
     """LaTeX row label."""
     overrides: Mapping[str, object] = field(default_factory=dict)
-    """Params that differ from ``DEFAULT_CONFIG``."""
+    """Estimator params that differ from ``DEFAULT_CONFIG``."""
 
     def config(self) -> dict[str, object]:
         return {**DEFAULT_CONFIG, **self.overrides}
@@ -139,18 +97,18 @@ class Variant:
 
 @dataclass(frozen=True)
 class Block:
-    """One ablation block (or the main comparison): rows that vary one design choice."""
+    """One sweep block (the main comparison or an ablation): rows that vary one design choice."""
 
     name: str
-    """The ``gaca report`` argument and ``gaca.block`` tag, e.g. ``detector``."""
+    """The ``gaca report`` argument, the sweep file's name and the ``gaca.block`` tag, e.g. ``detector``."""
     title: str
     """LaTeX heading of the block in Table 2."""
-    varies: tuple[str, ...]
-    """Params this block varies (the rest stay at ``DEFAULT_CONFIG``)."""
     variants: tuple[Variant, ...]
-    environments: tuple[str, ...] = (ABLATION_ENVIRONMENT,)
-    scales: tuple[str, ...] = (ABLATION_SCALE,)
-    seeds: tuple[int, ...] = SEEDS
+    environments: tuple[str, ...]
+    scales: tuple[str, ...]
+    seeds: tuple[int, ...]
+    """As the sweep file's grid runs them (``gaca sweep BLOCK seed=0,1,2,3,4`` runs more; the
+    report's cells follow the runs found)."""
 
     def variant(self, name: str) -> Variant:
         for variant in self.variants:
@@ -159,98 +117,148 @@ class Block:
         raise KeyError(f"block {self.name!r} has no variant {name!r}; known: {[v.name for v in self.variants]}")
 
 
-DEFAULT_VARIANT = Variant("gaca", "GACA (adaptive gate)", "GACA (adaptive gate)")
+# --- presentation: how each block's rows are named, labelled and ordered -------------------------
+Label = tuple[str, str, str]
+"""(row name, plain-text label, LaTeX label)."""
+
+METHOD_LABELS = {"grpo": "GRPO", "gigpo": "GiGPO", "gaca": "GACA"}
+METHODS = tuple(METHOD_LABELS)
+"""The methods in the order of every table (GACA last)."""
+DETECTOR_LABELS = {
+    "random": ("random (permuted entropy)", "random (permuted entropy)"),
+    "uniform": ("uniform (c = 1)", r"uniform ($c \equiv 1$)"),
+    "entropy": ("entropy (GACA)", "entropy (GACA)"),
+    "loo": ("leave-one-out (debiased)", "leave-one-out (debiased)"),
+}
+ADAPTIVE = ("gaca", "GACA (adaptive gate)", "GACA (adaptive gate)")
 """The method with every default: the reference row of the ablations."""
 
-MODULATION_OFF = {"algorithm.alpha_lambda": 0.0, "algorithm.beta_lambda": 0.0}
+
+def _method(config: Mapping[str, object]) -> Label:
+    method = str(config["algorithm.method"])
+    return method, METHOD_LABELS.get(method, method), METHOD_LABELS.get(method, method)
 
 
-def _lambda0(value: float) -> Variant:
-    return Variant(
-        f"lambda0={value:g}",
-        f"lambda0 = {value:g}",
-        rf"$\lambda_0 = {value:g}$",
-        {"algorithm.lambda0": value, **MODULATION_OFF},
+def _detector(config: Mapping[str, object]) -> Label:
+    detector = str(config["algorithm.detector"])
+    return (detector, *DETECTOR_LABELS.get(detector, (detector, detector)))
+
+
+def _lambda0(config: Mapping[str, object]) -> Label:
+    if config["algorithm.alpha_lambda"] or config["algorithm.beta_lambda"]:
+        return ADAPTIVE
+    value = float(config["algorithm.lambda0"])  # type: ignore[arg-type]
+    return f"lambda0={value:g}", f"lambda0 = {value:g}", rf"$\lambda_0 = {value:g}$"
+
+
+def _modulation(config: Mapping[str, object]) -> Label:
+    value = float(config["algorithm.alpha_lambda"])  # type: ignore[arg-type]
+    return f"modulation={value:g}", f"alpha_lambda = beta_lambda = {value:g}", rf"$\alpha_\lambda = \beta_\lambda = {value:g}$"
+
+
+def _alpha_c(config: Mapping[str, object]) -> Label:
+    value = float(config["algorithm.alpha_c"])  # type: ignore[arg-type]
+    return f"alpha_c={value:g}", f"alpha_c = {value:g}", rf"$\alpha_c = {value:g}$"
+
+
+@dataclass(frozen=True)
+class Rows:
+    """How a block's rows read: its heading, each row's label from its config, their order."""
+
+    title: str
+    label: Callable[[Mapping[str, object]], Label]
+    order: tuple[str, ...] = ()
+    """Row names shown first, in this order; the others follow in the sweep file's order."""
+
+
+PRESENTATION: Mapping[str, Rows] = {
+    "main": Rows("Main comparison", _method, METHODS),
+    "detector": Rows("Criticality detector", _detector, ("random", "uniform", "entropy")),
+    "lambda0": Rows(r"Fixed weight $\lambda_0$ (modulation off)", _lambda0),
+    "modulation": Rows(r"Modulation $\alpha_\lambda = \beta_\lambda$", _modulation),
+    "alpha_c": Rows(r"Fused score weight $\alpha_c$", _alpha_c),
+    "debias": Rows("Debiased score (App. B.4)", _detector),
+}
+"""The blocks the report shows (``main`` in Table 1, the others in Table 2), in table order. The
+horizon block has its own figure (``analysis.horizon``)."""
+
+SETTING_KEYS = ("seed", "env", "model")
+"""Grid dimensions that say where a row runs (its seeds, environment and scale), not which row it is."""
+
+
+def _expand(names: tuple[str, ...]) -> dict[str, Block]:
+    """The blocks ``names`` from their sweep files: every grid point expanded by the orchestration
+    (``gaca.orchestration.blocks.expand``) and composed as its job composes it."""
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from gaca.orchestration.blocks import SWEEPS_DIR, expand, load_block
+    from gaca.orchestration.session import HydraSession
+
+    session = HydraSession("local", [], [SWEEPS_DIR.parent], Path("unused"), job_name="report")
+    blocks = {}
+    try:
+        for name in names:
+            sweep = load_block(name)
+            composed: dict[tuple[str, ...], dict[str, object]] = {}
+            seeds: set[int] = set()
+            for run in expand(sweep, []):
+                point = tuple(override for override in run if override.split("=", 1)[0] != "seed")
+                seeds.update(int(override.split("=", 1)[1]) for override in run if override.startswith("seed="))
+                if point not in composed:
+                    config = OmegaConf.to_container(session.compose([*sweep.base_overrides(), *point]), resolve=True)
+                    composed[point] = _parsed(config)
+            blocks[name] = _block(name, list(composed.values()), tuple(sorted(seeds)))
+    finally:
+        GlobalHydra.instance().clear()
+    return blocks
+
+
+def _block(name: str, configs: list[dict[str, object]], seeds: tuple[int, ...]) -> Block:
+    rows = PRESENTATION[name]
+    variants: dict[ConfigKey, Variant] = {}
+    for config in configs:
+        key = canonical_config(config)
+        if key not in variants:
+            row, label, latex = rows.label(config)
+            overrides = {k: config[k] for k in DEFAULT_CONFIG if normalize(config.get(k)) != normalize(DEFAULT_CONFIG[k])}
+            variants[key] = Variant(row, label, latex, overrides)
+    ordered = sorted(variants.values(), key=lambda v: rows.order.index(v.name) if v.name in rows.order else len(rows.order))
+    return Block(
+        name=name,
+        title=rows.title,
+        variants=tuple(ordered),
+        environments=tuple(dict.fromkeys(str(config["env.name"]) for config in configs)),
+        scales=tuple(dict.fromkeys(str(config["model.name"]) for config in configs)),
+        seeds=seeds,
     )
 
 
-def _modulation(value: float) -> Variant:
-    return Variant(
-        f"modulation={value:g}",
-        f"alpha_lambda = beta_lambda = {value:g}",
-        rf"$\alpha_\lambda = \beta_\lambda = {value:g}$",
-        {"algorithm.alpha_lambda": value, "algorithm.beta_lambda": value},
-    )
+@functools.lru_cache(maxsize=1)
+def _blocks() -> dict[str, Block]:
+    return _expand(tuple(PRESENTATION))
 
 
-def _alpha_c(value: float) -> Variant:
-    return Variant(
-        f"alpha_c={value:g}", f"alpha_c = {value:g}", rf"$\alpha_c = {value:g}$", {"algorithm.alpha_c": value}
-    )
-
-
-MAIN = Block(
-    name="main",
-    title="Main comparison",
-    varies=("algorithm.method",),
-    variants=tuple(
-        Variant(method, METHOD_LABELS[method], METHOD_LABELS[method], {"algorithm.method": method})
-        for method in METHODS
-    ),
-    environments=ENVIRONMENTS,
-    scales=SCALES,
-)
-
-ABLATIONS = (
-    Block(
-        name="detector",
-        title="Criticality detector",
-        varies=("algorithm.detector",),
-        variants=(
-            Variant(
-                "random", "random (permuted entropy)", "random (permuted entropy)", {"algorithm.detector": "random"}
-            ),
-            Variant("uniform", "uniform (c = 1)", r"uniform ($c \equiv 1$)", {"algorithm.detector": "uniform"}),
-            Variant("entropy", "entropy (GACA)", "entropy (GACA)", {"algorithm.detector": "entropy"}),
-        ),
-    ),
-    Block(
-        name="lambda0",
-        title=r"Fixed weight $\lambda_0$ (modulation off)",
-        varies=("algorithm.lambda0", "algorithm.alpha_lambda", "algorithm.beta_lambda"),
-        variants=(*(_lambda0(value) for value in (0.0, 0.25, 0.5, 0.75, 1.0)), DEFAULT_VARIANT),
-    ),
-    Block(
-        name="modulation",
-        title=r"Modulation $\alpha_\lambda = \beta_\lambda$",
-        varies=("algorithm.alpha_lambda", "algorithm.beta_lambda"),
-        variants=tuple(_modulation(value) for value in (0.0, 0.5, 1.0)),
-    ),
-    Block(
-        name="alpha_c",
-        title=r"Fused score weight $\alpha_c$",
-        varies=("algorithm.alpha_c",),
-        variants=tuple(_alpha_c(value) for value in (1.0, 0.7, 0.5)),
-    ),
-    Block(
-        name="debias",
-        title="Debiased score (App. B.4)",
-        varies=("algorithm.detector",),
-        variants=(
-            Variant("entropy", "entropy (GACA)", "entropy (GACA)", {"algorithm.detector": "entropy"}),
-            Variant("loo", "leave-one-out (debiased)", "leave-one-out (debiased)", {"algorithm.detector": "loo"}),
-        ),
-    ),
-)
-
-BLOCKS: Mapping[str, Block] = {block.name: block for block in (MAIN, *ABLATIONS)}
+def __getattr__(name: str) -> object:
+    """``BLOCKS``, ``MAIN``, ``ABLATIONS``, ``ABLATION_ENVIRONMENT`` and ``ABLATION_SCALE``, read
+    from the sweep files on first use."""
+    if name == "BLOCKS":
+        return _blocks()
+    if name == "MAIN":
+        return _blocks()["main"]
+    if name == "ABLATIONS":
+        return tuple(block for block in _blocks().values() if block.name != "main")
+    if name in ("ABLATION_ENVIRONMENT", "ABLATION_SCALE"):
+        ablation = next(block for block in _blocks().values() if block.name != "main")
+        return ablation.environments[0] if name == "ABLATION_ENVIRONMENT" else ablation.scales[0]
+    raise AttributeError(f"module 'analysis.blocks' has no attribute {name!r}")
 
 
 def get_block(name: str) -> Block:
     try:
-        return BLOCKS[name]
+        return _blocks()[name]
     except KeyError:
-        raise ValueError(f"unknown block {name!r}; known: {', '.join(BLOCKS)}") from None
+        raise ValueError(f"unknown block {name!r}; known: {', '.join(_blocks())}") from None
 
 
 def environment_label(env: str) -> str:

@@ -23,7 +23,7 @@ import scipy.stats
 
 from analysis import stats
 from analysis.blocks import (
-    ABLATION_ENVIRONMENT, ABLATION_SCALE, ABLATIONS, MAIN, PROTOCOL_KEYS, Block, ConfigKey, Variant, canonical_config,
+    ABLATION_ENVIRONMENT, ABLATION_SCALE, ABLATIONS, MAIN, PRESET_KEY, Block, ConfigKey, Variant, canonical_config, setting,
 )
 from analysis.collect import DIAGNOSTIC_METRICS, EVAL_METRIC, FINAL_METRIC, PARAM_PREFIX, run_config
 
@@ -134,13 +134,15 @@ def screen(runs: pd.DataFrame, wanted: Collection[CellKey], preset: str | None =
 
     ``reason`` is None for a run that may fill a cell, else why not, in this order: not a gaca
     training run, unfinished, a missing tag or param, a duplicate of a newer FINISHED run with the
-    same ``gaca.run_key``, outside the requested cells, or a training protocol that differs from
-    the rest of its setting (the most common one in the setting wins, or ``preset`` when given).
+    same ``gaca.run_key``, outside the requested cells, or another configuration: a config that
+    differs from the rest of its environment and scale in anything but the estimator and the seed
+    (the most common one there wins, and ``preset`` when given), listed with the keys that differ.
     """
     ledger = runs.copy()
     identified = [_identify(row) for row in ledger.to_dict("records")]
-    ledger["cell"] = [cell for cell, _ in identified]
-    ledger["reason"] = [reason for _, reason in identified]
+    ledger["cell"] = [cell for cell, _, _ in identified]
+    ledger["setting"] = [config for _, config, _ in identified]
+    ledger["reason"] = [reason for _, _, reason in identified]
 
     candidates = ledger["reason"].isna()
     newest = ledger.loc[candidates].drop_duplicates("run_key")
@@ -158,19 +160,23 @@ def screen(runs: pd.DataFrame, wanted: Collection[CellKey], preset: str | None =
     return ledger
 
 
-def _identify(run: Mapping[str, object]) -> tuple[CellKey | None, str | None]:
+def _identify(run: Mapping[str, object]) -> tuple[CellKey | None, ConfigKey | None, str | None]:
+    """The run's cell, the rest of its identity (``blocks.setting``), or why it has none."""
     if _absent(run.get("run_key")):
-        return None, "not a gaca training run: no gaca.run_key tag"
+        return None, None, "not a gaca training run: no gaca.run_key tag"
     if run["status"] != "FINISHED":
-        return None, f"unfinished: status {run['status']}"
+        return None, None, f"unfinished: status {run['status']}"
     for column in ("method", "env", "scale", "seed"):
         if _absent(run.get(column)):
-            return None, f"missing tag: gaca.{column}"
+            return None, None, f"missing tag: gaca.{column}"
     try:
-        config = canonical_config(run_config(run))
+        config = run_config(run)
+        key, rest = canonical_config(config), tuple(sorted(setting(config).items()))
     except KeyError as missing:
-        return None, f"missing param: {missing.args[0]}"
-    return CellKey(config, str(run["env"]), str(run["scale"])), None
+        return None, None, f"missing param: {missing.args[0]}"
+    except ValueError as error:
+        return None, None, f"invalid config: {error}"
+    return CellKey(key, str(run["env"]), str(run["scale"])), rest, None
 
 
 def _absent(value: object) -> bool:
@@ -178,36 +184,36 @@ def _absent(value: object) -> bool:
     return value is None or value == "" or (isinstance(value, float) and np.isnan(value))
 
 
-def _protocol(run: Mapping[str, object]) -> tuple[object, ...]:
-    return tuple(run.get(PARAM_PREFIX + key) for key in PROTOCOL_KEYS)
+OTHER_CONFIGURATION = "other configuration"
 
 
-def _difference(protocol: tuple[object, ...], usual: tuple[object, ...]) -> str:
-    """``trainer.preset=paper (not quick)``: the protocol params in which a run differs."""
+def _difference(config: ConfigKey, usual: ConfigKey) -> str:
+    """``trainer.lr=0.5 (not 0.001)``: the keys in which a run's setting differs from the usual one."""
+    mine, theirs = dict(config), dict(usual)
     return ", ".join(
-        f"{key}={value} (not {expected})"
-        for key, value, expected in zip(PROTOCOL_KEYS, protocol, usual)
-        if value != expected
+        f"{key}={mine.get(key, 'absent')} (not {theirs.get(key, 'absent')})"
+        for key in sorted(set(mine) | set(theirs))
+        if mine.get(key, "absent") != theirs.get(key, "absent")
     )
 
 
 def _screen_protocol(ledger: pd.DataFrame, preset: str | None) -> None:
+    """Per environment and scale, the runs whose setting is not the most common one (among the runs
+    of ``preset`` when given) get ``OTHER_CONFIGURATION`` with the keys that differ."""
     candidates = ledger.loc[ledger["reason"].isna()]
     if candidates.empty:
         return
-    protocols = pd.Series([_protocol(row) for row in candidates.to_dict("records")], index=candidates.index)
     if preset is not None:
-        other = protocols.map(lambda protocol: str(protocol[0]) != preset)
-        ledger.loc[other[other].index, "reason"] = [
-            f"other protocol: trainer.preset={p[0]} (not {preset})" for p in protocols[other]
-        ]
-        return
+        presets = candidates.get(PARAM_PREFIX + PRESET_KEY, pd.Series(index=candidates.index)).astype(str)
+        other = presets[presets != preset]
+        ledger.loc[other.index, "reason"] = [f"{OTHER_CONFIGURATION}: {PRESET_KEY}={p} (not {preset})" for p in other]
+        candidates = candidates.loc[presets == preset]
     settings = candidates["env"].astype(str) + "/" + candidates["scale"].astype(str)
-    for _, members in protocols.groupby(settings):
+    for _, members in candidates["setting"].groupby(settings):
         counts = members.value_counts(sort=False)
         chosen = counts.index[int(np.argmax(counts.to_numpy()))]  # most runs; ties: the newest run's
-        other = members[[protocol != chosen for protocol in members]]
-        ledger.loc[other.index, "reason"] = [f"other protocol: {_difference(p, chosen)}" for p in other]
+        other = members[[config != chosen for config in members]]
+        ledger.loc[other.index, "reason"] = [f"{OTHER_CONFIGURATION}: {_difference(c, chosen)}" for c in other]
 
 
 def select(ledger: pd.DataFrame, curves: pd.DataFrame, selection: str) -> pd.DataFrame:

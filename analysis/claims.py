@@ -207,9 +207,9 @@ def detector_order(evidence: Evidence) -> Claim:
 def _sweep(evidence: Evidence) -> tuple[list[tuple[float, str, CellResult]], CellResult]:
     block = get_block("lambda0")
     points = [
-        (float(v.overrides["algorithm.lambda0"]), v.name, evidence.cell(block, v))
+        (float(v.config()["algorithm.lambda0"]), v.name, evidence.cell(block, v))
         for v in block.variants
-        if v.overrides.get("algorithm.alpha_lambda") == 0.0
+        if v.config()["algorithm.alpha_lambda"] == 0.0
     ]
     return points, evidence.cell(block, block.variant("gaca"))
 

@@ -23,34 +23,28 @@ from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 from mlflow.tracking import MlflowClient
 from mlflow.utils.rest_utils import http_request
 
+from gaca import contract
+from gaca.contract import CRITICALITY_HISTOGRAM, DIAGNOSTIC_METRICS, outcomes_artifact, parse_param
+
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 DEFAULT_EXPERIMENT = "gaca"
 
-FINAL_METRIC = "final/eval_success_rate"
-EVAL_METRIC = "eval/success_rate"
-DIAGNOSTIC_METRICS = (
-    "diag/criticality_std",
-    "diag/lambda_mean",
-    "diag/lambda_std",
-    "diag/clamp_frac",
-    "diag/nonsingleton_frac",
-)
+FINAL_METRIC = contract.FINAL_EVAL_SUCCESS_RATE
+EVAL_METRIC = contract.EVAL_SUCCESS_RATE
 CURVE_METRICS = (EVAL_METRIC, *DIAGNOSTIC_METRICS)
 """The histories the report reads; the other logged metrics are not needed for the paper."""
-
-CRITICALITY_HISTOGRAM = "diag/criticality_hist.csv"
 OUTCOME_COLUMNS = ("task_id", "success")
 """Columns of an ``eval/outcomes_*.csv`` artifact the report needs (it also has iteration, return,
 length, and an ``episode`` column when a task is evaluated several times: one row per episode)."""
 
 TAG_COLUMNS = {
-    "gaca.run_key": "run_key",
-    "gaca.block": "block",
-    "gaca.method": "method",
-    "gaca.env": "env",
-    "gaca.scale": "scale",
-    "gaca.seed": "seed",
-    "gaca.git_commit": "git_commit",
+    contract.TAG_RUN_KEY: "run_key",
+    contract.TAG_BLOCK: "block",
+    contract.TAG_METHOD: "method",
+    contract.TAG_ENV: "env",
+    contract.TAG_SCALE: "scale",
+    contract.TAG_SEED: "seed",
+    contract.TAG_GIT_COMMIT: "git_commit",
 }
 TAG_FALLBACK_PARAMS = {"env": "env.name", "scale": "model.name", "seed": "seed", "method": "algorithm.method"}
 """Where a run without the tag still says the same thing in its params."""
@@ -65,27 +59,6 @@ DOWNLOAD_THREADS = 8
 def resolve_tracking_uri(explicit: str | None = None) -> str:
     """``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db`` here."""
     return explicit or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
-
-
-def outcomes_artifact(iteration: int) -> str:
-    return f"eval/outcomes_{iteration:05d}.csv"
-
-
-def parse_param(text: str | None) -> object:
-    """MLflow stores params as strings; give back the int, float, bool or None they were logged from."""
-    if text is None:
-        return None
-    stripped = text.strip()
-    if stripped.lower() in ("none", "null", ""):
-        return None
-    if stripped.lower() in ("true", "false"):
-        return stripped.lower() == "true"
-    for cast in (int, float):
-        try:
-            return cast(stripped)
-        except ValueError:
-            pass
-    return text
 
 
 def load_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:

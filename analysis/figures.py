@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from analysis.blocks import MAIN, METHOD_LABELS, METHODS, Block, environment_label, get_block, scale_label
+from analysis.blocks import DEFAULT_CONFIG, MAIN, METHOD_LABELS, METHODS, Block, environment_label, get_block, scale_label
 from analysis.cells import CellKey, CellResult, Plan, iterations_to_reach, mean_curve
 
 STYLE = {
@@ -187,8 +187,8 @@ def lambda0_sweep(plan: Plan, cells: Mapping[CellKey, CellResult], folder: Path)
     if block not in plan.blocks:
         return []
     env, scale = plan.settings(block)[0]
-    fixed = [v for v in block.variants if v.overrides.get("algorithm.alpha_lambda") == 0.0]
-    points = [(float(v.overrides["algorithm.lambda0"]), cells[plan.cell(v, env, scale)]) for v in fixed]
+    fixed = [v for v in block.variants if v.config()["algorithm.alpha_lambda"] == 0.0]
+    points = [(float(v.config()["algorithm.lambda0"]), cells[plan.cell(v, env, scale)]) for v in fixed]
     points = [(x, cell) for x, cell in points if cell.n]
     adaptive = cells[plan.cell(MAIN.variant("gaca"), env, scale)]
     if not points and not adaptive.n:
@@ -224,13 +224,15 @@ def lambda0_sweep(plan: Plan, cells: Mapping[CellKey, CellResult], folder: Path)
         return save(figure, folder, "fig2c_lambda0_sweep")
 
 
-def gate_law(folder: Path, lambda0: float = 0.5, strengths: Sequence[float] = (0.0, 0.5, 1.0)) -> list[Path]:
+def gate_law(folder: Path, lambda0: float | None = None, strengths: Sequence[float] = (0.0, 0.5, 1.0)) -> list[Path]:
     """Figure 3: the gate lambda(c) of Eq. 7 for three modulation strengths alpha = beta, computed
-    by the estimator's own ``gate_weight`` (imported here: torch is slow to import)."""
+    by the estimator's own ``gate_weight`` (imported here: torch is slow to import), at ``lambda0``
+    (default: GACA's)."""
     import torch
 
     from gaca.estimators.gate import gate_weight
 
+    lambda0 = float(DEFAULT_CONFIG["algorithm.lambda0"]) if lambda0 is None else lambda0
     criticality = torch.linspace(0.0, 4.0, 401)
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=PANEL_SIZE, layout="constrained")

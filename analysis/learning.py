@@ -15,7 +15,9 @@ from typing import Mapping
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from analysis.blocks import DEFAULT_CONFIG, METHOD_KEYS
+from gaca.estimators.registry import read_fields
+
+from analysis.blocks import DEFAULT_CONFIG
 from analysis.collect import (
     DEFAULT_EXPERIMENT, EVAL_METRIC, PARAM_PREFIX, load_curves, load_runs, resolve_tracking_uri, run_config,
 )
@@ -24,15 +26,21 @@ CELL = ["method", "env", "scale"]
 
 
 def variant(run: Mapping[str, object]) -> str:
-    """The run's method with the estimator params it reads (``blocks.METHOD_KEYS``) that differ from
+    """The run's method with the estimator params it reads (its registry spec) that differ from
     GACA's defaults, e.g. ``gaca detector=uniform``: an ablated GACA (another block's run) never
     shares GACA's cell."""
     method = str(run["method"])
-    config = run_config(run)
+    prefix = "algorithm."
+    algorithm = {key.removeprefix(prefix): value for key, value in run_config(run).items() if key.startswith(prefix)}
+    algorithm["method"] = method
+    try:
+        fields = read_fields(algorithm)
+    except (KeyError, ValueError):  # an estimator this process does not know, or a param not logged
+        fields = []
     changed = [
-        f"{key.removeprefix('algorithm.')}={config[key]}"
-        for key in METHOD_KEYS.get(method, ())
-        if key in config and config[key] != DEFAULT_CONFIG[key]
+        f"{key}={algorithm[key]}"
+        for key in fields
+        if key != "method" and key in algorithm and algorithm[key] != DEFAULT_CONFIG[prefix + key]
     ]
     return " ".join([method, *changed])
 

@@ -1,14 +1,15 @@
 """Runs logged with known values, following the tracking contract, for the tests and the benchmark.
 
 Each ``SyntheticRun`` is written through the ordinary MLflow client exactly as a training run
-would be (tags, flattened params, per-iteration metrics, evaluation outcome files, criticality
-histogram, terminal status), with the final success and the diagnostics chosen by the caller.
+would be (``gaca.contract``: the composed config's tags, run key and flattened params, per-iteration
+metrics, evaluation outcome files, criticality histogram, terminal status), with the final success
+and the diagnostics chosen by the caller.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import copy
+import functools
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -19,31 +20,23 @@ import numpy as np
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
-from analysis.blocks import DEFAULT_CONFIG
+from gaca import contract
+from gaca.contract import flatten
+from gaca.tracking.identity import run_key
 
-TRAIN_METRICS = (
-    "train/success_rate",
-    "train/return_mean",
-    "train/episode_length",
-    "train/invalid_action_rate",
-    "loss/policy",
-    "loss/kl",
-    "loss/clip_frac",
-    "loss/entropy",
-    "perf/iteration_s",
-    "perf/env_steps_per_s",
-    "perf/tokens_per_s",
-)
-DIAGNOSTICS = {
-    "diag/criticality_std": 0.30,
-    "diag/lambda_mean": 0.4995,
-    "diag/lambda_std": 0.075,
-    "diag/clamp_frac": 0.002,
-    "diag/nonsingleton_frac": 0.85,
-}
+TRAIN_METRICS = tuple(name for name in contract.METRICS if name.split("/")[0] in ("train", "loss", "perf"))
+DIAGNOSTICS = dict(zip(contract.DIAGNOSTIC_METRICS, (0.30, 0.4995, 0.075, 0.002, 0.85)))
 """A GACA run's diagnostics unless the caller gives others (the paper's ALFWorld values)."""
-HISTOGRAM_BINS = np.linspace(0.0, 4.0, 41)
+HISTOGRAM_BINS = contract.CRITICALITY_BINS[:-1]
 BATCH = 1000  # MLflow's limit of metrics per log_batch
+
+
+@functools.lru_cache(maxsize=None)
+def composed(env: str, scale: str, preset: str) -> dict[str, object]:
+    """``conf/train.yaml`` composed with ``env``, ``model=scale`` and ``trainer=preset``, as plain data."""
+    from gaca.trainer.entry import compose, resolve
+
+    return resolve(compose([f"env={env}", f"model={scale}", f"trainer={preset}"]))
 
 
 @dataclass(frozen=True)
@@ -55,7 +48,7 @@ class SyntheticRun:
     scale: str = "tiny"
     seed: int = 0
     overrides: Mapping[str, object] = field(default_factory=dict)
-    """Config params that differ from ``blocks.DEFAULT_CONFIG`` (dotted keys)."""
+    """Config params that differ from the composed config (dotted keys, e.g. ``algorithm.lambda0``)."""
     final_success: float | None = 0.5
     """``final/eval_success_rate``; None: the metric is not logged."""
     eval_curve: Sequence[float] | None = None
@@ -81,24 +74,30 @@ class SyntheticRun:
     """Log the train/, loss/ and perf/ metrics (the report never reads them; tests skip them for speed)."""
     start_time_ms: int | None = None
 
-    def params(self) -> dict[str, object]:
-        config = {**DEFAULT_CONFIG, "algorithm.method": self.method, **self.overrides}
-        return {
-            **config,
-            "algorithm.seed": self.seed,
-            "algorithm.eps": 1e-6,
-            "env.name": self.env,
-            "env.difficulty": "default",
-            "model.name": self.scale,
-            "trainer.preset": self.preset,
+    def config(self) -> dict[str, object]:
+        """The run's whole config: ``env``, ``scale`` and ``preset`` composed, then the overrides."""
+        config = copy.deepcopy(composed(self.env, self.scale, self.preset))
+        overrides = {
+            "algorithm.method": self.method,
             "trainer.iterations": self.iterations,
             "trainer.eval_every": self.eval_every,
             "seed": self.seed,
             "block": self.block,
+            **self.overrides,
         }
+        for key, value in overrides.items():
+            *parents, leaf = key.split(".")
+            node = config
+            for parent in parents:
+                node = node.setdefault(parent, {})
+            node[leaf] = value
+        return config
+
+    def params(self) -> dict[str, str]:
+        return flatten(self.config())
 
     def run_key(self) -> str:
-        return hashlib.sha1(json.dumps(self.params(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return run_key(self.config())
 
     def eval_iterations(self) -> list[int]:
         return sorted({*range(0, self.iterations + 1, self.eval_every), self.iterations})
@@ -117,13 +116,14 @@ def log_run(client: MlflowClient, experiment_id: str, run: SyntheticRun) -> str:
     if run.tagged:
         tags.update(
             {
-                "gaca.run_key": run.run_key(),
-                "gaca.block": run.block,
-                "gaca.method": run.method,
-                "gaca.env": run.env,
-                "gaca.seed": str(run.seed),
-                "gaca.git_commit": "0" * 40,
-                "gaca.scale": run.scale,
+                contract.TAG_RUN_KEY: run.run_key(),
+                contract.TAG_BLOCK: run.block,
+                contract.TAG_METHOD: run.method,
+                contract.TAG_ENV: run.env,
+                contract.TAG_SEED: str(run.seed),
+                contract.TAG_GIT_COMMIT: "0" * 40,
+                contract.TAG_SCALE: run.scale,
+                contract.TAG_BACKEND: contract.DEFAULT_BACKEND,
             }
         )
     created = client.create_run(experiment_id, start_time=run.start_time_ms, tags=tags)
@@ -131,7 +131,8 @@ def log_run(client: MlflowClient, experiment_id: str, run: SyntheticRun) -> str:
     now = int(time.time() * 1000)
     train = TRAIN_METRICS if run.train_metrics else ()
     metrics = [Metric(key, 1.0 / (1 + step), now, step) for step in range(run.iterations) for key in train]
-    if run.method == "gaca":
+    gated = run.method == "gaca"
+    if gated:
         diagnostics = run.diagnostics or DIAGNOSTICS
         metrics += [
             Metric(key, value, now, step) for step in range(run.iterations) for key, value in diagnostics.items()
@@ -139,28 +140,29 @@ def log_run(client: MlflowClient, experiment_id: str, run: SyntheticRun) -> str:
     curve = run.curve()
     for step, success in zip(run.eval_iterations(), curve):
         metrics += [
-            Metric("eval/success_rate", success, now, step),
-            Metric("eval/return_mean", success, now, step),
-            Metric("eval/episode_length", 10.0, now, step),
+            Metric(contract.EVAL_SUCCESS_RATE, success, now, step),
+            Metric(contract.EVAL_RETURN_MEAN, success, now, step),
+            Metric(contract.EVAL_EPISODE_LENGTH, 10.0, now, step),
         ]
     if run.final_success is not None:
-        metrics.append(Metric("final/eval_success_rate", run.final_success, now, run.iterations))
-    params = [Param(key, str(value)) for key, value in run.params().items()]
+        metrics.append(Metric(contract.FINAL_EVAL_SUCCESS_RATE, run.final_success, now, run.iterations))
+    params = [Param(key, value) for key, value in run.params().items()]
     client.log_batch(run_id, metrics=metrics[:BATCH], params=params)
     for start in range(BATCH, len(metrics), BATCH):
         client.log_batch(run_id, metrics=metrics[start : start + BATCH])
 
     with tempfile.TemporaryDirectory() as folder:
         artifacts = Path(folder)
-        (artifacts / "eval").mkdir()
-        (artifacts / "config.yaml").write_text("".join(f"{k}: {v}\n" for k, v in run.params().items()))
+        (artifacts / contract.CONFIG_ARTIFACT).write_text("".join(f"{k}: {v}\n" for k, v in run.params().items()))
         for step, success in zip(run.eval_iterations(), curve):
-            outcomes = outcomes_csv(step, success, run.tasks, run.episodes)
-            (artifacts / "eval" / f"outcomes_{step:05d}.csv").write_text(outcomes)
-        if run.method == "gaca" and run.histogram:
-            (artifacts / "diag").mkdir()
-            spread = (run.diagnostics or DIAGNOSTICS)["diag/criticality_std"]
-            (artifacts / "diag" / "criticality_hist.csv").write_text(histogram_csv(run.seed, spread, run.overflow))
+            path = artifacts / contract.outcomes_artifact(step)
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(outcomes_csv(step, success, run.tasks, run.episodes))
+        if gated and run.histogram:
+            spread = (run.diagnostics or DIAGNOSTICS)[contract.DIAG_CRITICALITY_STD]
+            path = artifacts / contract.CRITICALITY_HISTOGRAM
+            path.parent.mkdir()
+            path.write_text(histogram_csv(run.seed, spread, run.overflow))
         client.log_artifacts(run_id, folder)
     if run.status != "RUNNING":
         client.set_terminated(run_id, status=run.status)

@@ -23,23 +23,19 @@ from analysis.cells import (
     PAIRED_SEEDS, PAIRED_TASKS, UNPAIRED, CellKey, CellResult, Comparison, Plan, compare, power_line,
 )
 from analysis.latex import escape
+from gaca.contract import DIAGNOSTIC_METRICS
 
 NOT_RUN = "---"
-DIAGNOSTIC_COLUMNS = (
-    ("diag/criticality_std", r"$c$ spread", 1.0, 2),
-    ("diag/lambda_mean", r"$\lambda$ mean", 1.0, 2),
-    ("diag/lambda_std", r"$\lambda$ std", 1.0, 2),
-    ("diag/clamp_frac", r"at a clamp (\%)", 100.0, 2),
-    ("diag/nonsingleton_frac", r"non-singleton (\%)", 100.0, 1),
+DIAGNOSTIC_COLUMNS = tuple(
+    zip(
+        DIAGNOSTIC_METRICS,
+        (r"$c$ spread", r"$\lambda$ mean", r"$\lambda$ std", r"at a clamp (\%)", r"non-singleton (\%)"),
+        (1.0, 1.0, 1.0, 100.0, 100.0),
+        (2, 2, 2, 2, 1),
+    )
 )
 """Table 7's columns: metric, heading, scale factor, decimals."""
-PAPER_DIAGNOSTICS = {
-    "diag/criticality_std": "0.31 / 0.27",
-    "diag/lambda_mean": NOT_RUN,
-    "diag/lambda_std": "0.08 / 0.07",
-    "diag/clamp_frac": "$<1$",
-    "diag/nonsingleton_frac": "86 / 79",
-}
+PAPER_DIAGNOSTICS = dict(zip(DIAGNOSTIC_METRICS, ("0.31 / 0.27", NOT_RUN, "0.08 / 0.07", "$<1$", "86 / 79")))
 """The paper's Table 7 (ALFWorld / WebShop), Table 7's last row."""
 PAIRING_MARKS = {PAIRED_TASKS: "", PAIRED_SEEDS: "^{s}", UNPAIRED: "^{u}"}
 PAIRING_NOTES = {

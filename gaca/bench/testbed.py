@@ -14,7 +14,7 @@ import statistics
 from mlflow.tracking import MlflowClient
 
 from gaca.bench.train import train_in_temporary_store
-from gaca.trainer.signal import C_LENGTH_CORR, LENGTH_FRAC, MIXED_GROUP_FRAC, STEP_EPISODE_CORR, ZERO_ADVANTAGE_FRAC
+from gaca import contract
 
 TESTBEDS: dict[str, list[str]] = {
     "household": ["env=household", "trainer.eval_episodes_per_task=1"],
@@ -30,18 +30,18 @@ base policy chooses at chance (no prior stage), on which RL does not learn the c
 budget (docs/testbed.md)."""
 
 PROPERTIES = (
-    ("success rate", "train/success_rate"),
-    ("invalid-action rate", "train/invalid_action_rate"),
-    ("episode length / horizon", LENGTH_FRAC),
-    ("rows with A = 0", ZERO_ADVANTAGE_FRAC),
-    ("groups with mixed outcomes", MIXED_GROUP_FRAC),
-    ("non-singleton anchor rows", "diag/nonsingleton_frac"),
-    ("corr(A^S, A^E)", STEP_EPISODE_CORR),
-    ("criticality spread (std c)", "diag/criticality_std"),
-    ("lambda mean", "diag/lambda_mean"),
-    ("lambda std", "diag/lambda_std"),
-    ("clamped lambda", "diag/clamp_frac"),
-    ("corr(c, response length)", C_LENGTH_CORR),
+    ("success rate", contract.TRAIN_SUCCESS_RATE),
+    ("invalid-action rate", contract.TRAIN_INVALID_ACTION_RATE),
+    ("episode length / horizon", contract.DIAG_LENGTH_FRAC),
+    ("rows with A = 0", contract.DIAG_ZERO_ADV_FRAC),
+    ("groups with mixed outcomes", contract.DIAG_MIXED_GROUP_FRAC),
+    ("non-singleton anchor rows", contract.DIAG_NONSINGLETON_FRAC),
+    ("corr(A^S, A^E)", contract.DIAG_STEP_EPISODE_CORR),
+    ("criticality spread (std c)", contract.DIAG_CRITICALITY_STD),
+    ("lambda mean", contract.DIAG_LAMBDA_MEAN),
+    ("lambda std", contract.DIAG_LAMBDA_STD),
+    ("clamped lambda", contract.DIAG_CLAMP_FRAC),
+    ("corr(c, response length)", contract.DIAG_C_LENGTH_CORR),
 )
 """(row label, logged metric) of the table, in order."""
 

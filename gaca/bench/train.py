@@ -16,6 +16,8 @@ from typing import Callable, TypeVar
 
 from mlflow.tracking import MlflowClient
 
+from gaca.contract import EVAL_SUCCESS_RATE
+
 T = TypeVar("T")
 
 PARTS = ("perf/env_s", "perf/generation_s", "perf/estimator_s", "perf/update_s", "perf/iteration_s")
@@ -58,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         medians = {
             key: statistics.median(m.value for m in client.get_metric_history(run_id, key)) for key in PARTS + RATES
         }
-        return medians, client.get_metric_history(run_id, "eval/success_rate")
+        return medians, client.get_metric_history(run_id, EVAL_SUCCESS_RATE)
 
     rows = []
     for preset in args.presets.split(","):

@@ -104,7 +104,7 @@ class EnvFamily(ABC):
         cls.resolve_knobs(cfg.difficulty, cfg.knobs)
         for name in ("games_dir", "cache_dir"):
             if getattr(cfg, name) is not None:
-                raise ValueError(f"EnvConfig.{name} applies to env alfworld only; leave it null for {cfg.name}")
+                raise ValueError(f"env.{name} applies to env alfworld only; leave it null for {cfg.name}")
 
     @classmethod
     def resolve_knobs(cls, difficulty: str, overrides: Mapping[str, Any]) -> Any:

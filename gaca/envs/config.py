@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gaca.envs.families import FAMILIES
+from gaca.validation import check_choice, check_int, check_number, reject_unknown
 
 MAX_TASKS = 1_000_000
 
@@ -43,42 +44,27 @@ class EnvConfig:
     """alfworld only: where generated games are written, one file per task; None = ~/.cache/gaca/alfworld."""
 
     def __post_init__(self) -> None:
-        if self.name not in FAMILIES:
-            raise ValueError(f"EnvConfig.name must be one of {FAMILIES.names()}, got {self.name!r}")
+        check_choice("env.name", self.name, FAMILIES)
         if self.horizon is not None:
-            _int_in("horizon", self.horizon, 1, 10_000)
-        _int_in("num_train_tasks", self.num_train_tasks, 1, MAX_TASKS)
-        _int_in("num_eval_tasks", self.num_eval_tasks, 1, MAX_TASKS)
-        _int_in("seed", self.seed, 0, 2**63 - 1)
-        penalty = self.invalid_penalty
-        if (
-            isinstance(penalty, bool)
-            or not isinstance(penalty, (int, float))
-            or not math.isfinite(penalty)
-            or penalty < 0
-        ):
-            raise ValueError(f"EnvConfig.invalid_penalty must be a finite number >= 0, got {penalty!r}")
+            check_int("env.horizon", self.horizon, 1, 10_000)
+        check_int("env.num_train_tasks", self.num_train_tasks, 1, MAX_TASKS)
+        check_int("env.num_eval_tasks", self.num_eval_tasks, 1, MAX_TASKS)
+        check_int("env.seed", self.seed, 0, 2**63 - 1)
+        check_number("env.invalid_penalty", self.invalid_penalty, 0.0, math.inf, ">= 0")
         if not isinstance(self.knobs, Mapping):
-            raise ValueError(f"EnvConfig.knobs must be a mapping of knob name -> value, got {self.knobs!r}")
+            raise ValueError(f"env.knobs must be a mapping of knob name -> value, got {self.knobs!r}")
         for name in ("games_dir", "cache_dir"):
             folder = getattr(self, name)
             if folder is not None and (not isinstance(folder, str) or not folder):
-                raise ValueError(f"EnvConfig.{name} must be a folder path or null, got {folder!r}")
+                raise ValueError(f"env.{name} must be a folder path or null, got {folder!r}")
         FAMILIES.get(self.name).check_config(self)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> EnvConfig:
         """Build from a mapping (e.g. a Hydra node), rejecting unknown keys by name."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown EnvConfig field(s) {unknown}; known: {sorted(known)}")
+        reject_unknown("env", values, cls.__dataclass_fields__)
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-
-def _int_in(name: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"EnvConfig.{name} must be an int in [{low}, {high}], got {value!r}")

@@ -23,12 +23,12 @@ def resolve_knobs(presets: Mapping[str, K], difficulty: str, overrides: Mapping[
     Sequences in ``overrides`` (e.g. Hydra ListConfig) become tuples so that knobs stay hashable.
     """
     if difficulty not in presets:
-        raise ValueError(f"EnvConfig.difficulty must be one of {sorted(presets)}, got {difficulty!r}")
+        raise ValueError(f"env.difficulty must be one of {sorted(presets)}, got {difficulty!r}")
     base = presets[difficulty]
     known = [f.name for f in dataclasses.fields(base)]
     unknown = sorted(set(overrides) - set(known))
     if unknown:
-        raise ValueError(f"EnvConfig.knobs has unknown knob(s) {unknown}; known: {known}")
+        raise ValueError(f"env.knobs has unknown knob(s) {unknown}; known: {known}")
     changes = {
         name: tuple(value) if isinstance(value, Sequence) and not isinstance(value, str) else value
         for name, value in overrides.items()
@@ -40,12 +40,12 @@ def resolve_knobs(presets: Mapping[str, K], difficulty: str, overrides: Mapping[
 
 def check_int(name: str, value: object, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"EnvConfig.knobs.{name} must be an int in [{low}, {high}], got {value!r}")
+        raise ValueError(f"env.knobs.{name} must be an int in [{low}, {high}], got {value!r}")
 
 
 def check_fraction(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or not 0 <= value <= 1:
-        raise ValueError(f"EnvConfig.knobs.{name} must be a number in [0, 1], got {value!r}")
+        raise ValueError(f"env.knobs.{name} must be a number in [0, 1], got {value!r}")
 
 
 def check_subset(name: str, values: object, allowed: Sequence[str]) -> None:
@@ -56,5 +56,5 @@ def check_subset(name: str, values: object, allowed: Sequence[str]) -> None:
         or len(set(values)) < len(values)
     ):
         raise ValueError(
-            f"EnvConfig.knobs.{name} must be a non-empty list without repeats from {list(allowed)}, got {values!r}"
+            f"env.knobs.{name} must be a non-empty list without repeats from {list(allowed)}, got {values!r}"
         )

@@ -1,18 +1,32 @@
-"""The advantage estimators: GRPO, GiGPO and GACA with every control of the paper."""
+"""The advantage estimators: GRPO, GiGPO and GACA with every control of the paper.
 
-from gaca.estimators.config import AdvantageConfig
-from gaca.estimators.core import ESTIMATORS, AdvantageOutput, compute_advantages
-from gaca.estimators.detectors import DETECTORS
-from gaca.estimators.gate import gate_weight
-from gaca.estimators.tokens import broadcast_to_tokens, mean_token_nll
+The names below are imported on first use, so that the config (``gaca.estimators.config``) and the
+registry of estimators and detectors with their specs (``gaca.estimators.registry``) can be read
+without importing torch.
+"""
 
-__all__ = [
-    "DETECTORS",
-    "ESTIMATORS",
-    "AdvantageConfig",
-    "AdvantageOutput",
-    "broadcast_to_tokens",
-    "compute_advantages",
-    "gate_weight",
-    "mean_token_nll",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_HOMES = {
+    "AdvantageConfig": "gaca.estimators.config",
+    "AdvantageOutput": "gaca.estimators.core",
+    "compute_advantages": "gaca.estimators.core",
+    "DETECTORS": "gaca.estimators.registry",
+    "ESTIMATORS": "gaca.estimators.registry",
+    "DetectorSpec": "gaca.estimators.registry",
+    "EstimatorSpec": "gaca.estimators.registry",
+    "gate_weight": "gaca.estimators.gate",
+    "broadcast_to_tokens": "gaca.estimators.tokens",
+    "mean_token_nll": "gaca.estimators.tokens",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'gaca.estimators' has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)

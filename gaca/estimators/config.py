@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
-METHODS = ("grpo", "gigpo", "gaca")
+from gaca.estimators.registry import DETECTORS, ESTIMATORS
+from gaca.validation import check_choice, check_number, reject_unknown
+
 NORMS = ("mean_std", "mean")
-DETECTORS = ("entropy", "uniform", "random", "loo")
 SINGLETON_FALLBACKS = ("prompt_group", "zero")
 
 
@@ -42,7 +42,7 @@ class AdvantageConfig:
     """Options of the advantage estimators (ESTIMATOR-SPEC.md; paper Eqs. 2-8).
 
     Defaults are the spec's. Every field is checked in ``__post_init__``; a bad value raises
-    ``ValueError`` naming the field and what it may be.
+    ``ValueError`` naming the key (``algorithm.lambda0``) and what it may be.
     """
 
     method: str = "gaca"
@@ -75,28 +75,24 @@ class AdvantageConfig:
     verl_agent needs the per-row ``invalid`` flags and ``invalid_penalty`` in ``compute_advantages``."""
 
     def __post_init__(self) -> None:
-        _choice("method", self.method, METHODS)
-        _choice("norm", self.norm, NORMS)
-        _choice("detector", self.detector, DETECTORS)
-        _choice("singleton_fallback", self.singleton_fallback, SINGLETON_FALLBACKS)
-        _choice("conventions", self.conventions, tuple(CONVENTIONS))
-        _finite_in("gamma", self.gamma, 0.0, 1.0, "in (0, 1]", low_open=True)
-        _finite_in("lambda0", self.lambda0, 0.0, 1.0, "in [0, 1]")
-        _finite_in("alpha_c", self.alpha_c, 0.0, 1.0, "in [0, 1]")
-        _finite_in("alpha_lambda", self.alpha_lambda, 0.0, math.inf, ">= 0")
-        _finite_in("beta_lambda", self.beta_lambda, 0.0, math.inf, ">= 0")
-        _finite_in("step_weight", self.step_weight, 0.0, math.inf, ">= 0")
-        _finite_in("eps", self.eps, 0.0, math.inf, "> 0", low_open=True)
+        check_choice("algorithm.method", self.method, ESTIMATORS)
+        check_choice("algorithm.norm", self.norm, NORMS)
+        check_choice("algorithm.detector", self.detector, DETECTORS)
+        check_choice("algorithm.singleton_fallback", self.singleton_fallback, SINGLETON_FALLBACKS)
+        check_choice("algorithm.conventions", self.conventions, tuple(CONVENTIONS))
+        check_number("algorithm.gamma", self.gamma, 0.0, 1.0, "in (0, 1]", low_open=True)
+        check_number("algorithm.lambda0", self.lambda0, 0.0, 1.0, "in [0, 1]")
+        check_number("algorithm.alpha_c", self.alpha_c, 0.0, 1.0, "in [0, 1]")
+        for key in ("alpha_lambda", "beta_lambda", "step_weight"):
+            check_number(f"algorithm.{key}", getattr(self, key), 0.0, float("inf"), ">= 0")
+        check_number("algorithm.eps", self.eps, 0.0, float("inf"), "> 0", low_open=True)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ValueError(f"AdvantageConfig.seed must be an int, got {self.seed!r}")
+            raise ValueError(f"algorithm.seed must be an int, got {self.seed!r}")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> "AdvantageConfig":
         """Build from a mapping (e.g. a Hydra node), rejecting unknown keys by name."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown AdvantageConfig field(s) {unknown}; known: {sorted(known)}")
+        reject_unknown("algorithm", values, [field.name for field in fields(cls)])
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -114,17 +110,3 @@ class AdvantageConfig:
         state = np.random.SeedSequence([self.seed, *keys]).generate_state(1)[0]
         return replace(self, seed=int(state))
 
-
-def _choice(field: str, value: object, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"AdvantageConfig.{field} must be one of {list(allowed)}, got {value!r}")
-
-
-def _finite_in(
-    field: str, value: object, low: float, high: float, allowed: str, low_open: bool = False
-) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"AdvantageConfig.{field} must be a number {allowed}, got {value!r}")
-    too_low = value <= low if low_open else value < low
-    if math.isnan(value) or too_low or value > high or math.isinf(value):
-        raise ValueError(f"AdvantageConfig.{field} must be {allowed}, got {value!r}")

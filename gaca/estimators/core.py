@@ -12,11 +12,10 @@ import torch
 
 from gaca.estimators.batch import ArrayLike, StepBatch, build_step_batch
 from gaca.estimators.config import AdvantageConfig, Conventions
-from gaca.estimators.detectors import DETECTORS
 from gaca.estimators.gate import gate_weight
+from gaca.estimators.registry import DETECTORS, ESTIMATORS, needs_nll
 from gaca.estimators.returns import discounted_returns, environment_rewards, episode_returns
 from gaca.estimators.segments import NORMS
-from gaca.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -83,17 +82,12 @@ def step_advantage(
     return torch.where(shared, within_anchor, fallback), shared
 
 
-ESTIMATORS: Registry = Registry("method")
-
-
-@ESTIMATORS.register("grpo")
 def grpo(batch: StepBatch, config: AdvantageConfig, rules: Conventions) -> AdvantageOutput:
     """A_t = A^E (episode level only)."""
     episode = episode_advantage(batch, config, rules)
     return AdvantageOutput(advantages=episode, episode=episode, step_level=None)
 
 
-@ESTIMATORS.register("gigpo")
 def gigpo(batch: StepBatch, config: AdvantageConfig, rules: Conventions) -> AdvantageOutput:
     """A_t = A^E + w A^S (GiGPO's fixed two-level sum)."""
     episode = episode_advantage(batch, config, rules)
@@ -106,7 +100,6 @@ def gigpo(batch: StepBatch, config: AdvantageConfig, rules: Conventions) -> Adva
     )
 
 
-@ESTIMATORS.register("gaca")
 def gaca(batch: StepBatch, config: AdvantageConfig, rules: Conventions) -> AdvantageOutput:
     """A_t = lambda_t w A^S + (1 - lambda_t) A^E with lambda_t = gate(c_t) (Eqs. 5-8).
 
@@ -171,10 +164,11 @@ def compute_advantages(
     config = AdvantageConfig() if config is None else config
     if not isinstance(config, AdvantageConfig):
         raise ValueError(f"config must be an AdvantageConfig, got {type(config).__name__}")
-    if config.method in ("gigpo", "gaca") and anchor is None:
+    needs_anchor = ESTIMATORS.spec(config.method).needs_anchors
+    if needs_anchor and anchor is None:
         raise ValueError(f"anchor is required for method={config.method!r} (it defines the step-level groups)")
-    if config.method == "gaca" and config.detector != "uniform" and nll is None:
-        raise ValueError(f"nll is required for method='gaca' with detector={config.detector!r}")
+    if needs_nll(config.to_dict()) and nll is None:
+        raise ValueError(f"nll is required for method={config.method!r} with detector={config.detector!r}")
     rules = config.rules
     if rules.penalty_at_step and invalid is None:
         raise ValueError(
@@ -183,7 +177,6 @@ def compute_advantages(
             "pass all False (and invalid_penalty=0) when no action can be invalid"
         )
     with torch.no_grad():
-        needs_anchor = config.method != "grpo"
         batch = build_step_batch(group, traj, step, reward, anchor, nll, needs_anchor, invalid, invalid_penalty)
         output = ESTIMATORS.get(config.method)(batch, config, rules)
     return _cast(output, torch.get_default_dtype())

@@ -2,7 +2,7 @@
 
 Each detector maps the batch to c [N], a per-trajectory-mean-one score. ``entropy`` is the method;
 ``uniform`` and ``random`` are the controls of Section 4.3; ``loo`` is the debiased variant of
-Appendix B.4.
+Appendix B.4. They are registered by name, with what each reads, in ``gaca.estimators.registry``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,6 @@ from gaca.estimators.batch import StepBatch
 from gaca.estimators.config import AdvantageConfig
 from gaca.estimators.returns import return_changes
 from gaca.estimators.segments import segment_mean, segment_sum
-from gaca.registry import Registry
-
-DETECTORS: Registry = Registry("detector")
 
 
 def relative_to_trajectory(values: torch.Tensor, batch: StepBatch) -> torch.Tensor:
@@ -38,19 +35,16 @@ def fused_criticality(
     return relative_to_trajectory(score, batch)
 
 
-@DETECTORS.register("entropy")
 def entropy_detector(batch: StepBatch, step_return: torch.Tensor, config: AdvantageConfig) -> torch.Tensor:
     """The paper's detector: c from the step's mean token NLL (and the return change if alpha_c < 1)."""
     return fused_criticality(batch.nll, step_return, batch, config.alpha_c)
 
 
-@DETECTORS.register("uniform")
 def uniform_detector(batch: StepBatch, step_return: torch.Tensor, config: AdvantageConfig) -> torch.Tensor:
     """c = 1 everywhere: lambda = lambda0, the fixed two-level estimator."""
     return torch.ones_like(batch.reward)
 
 
-@DETECTORS.register("random")
 def random_detector(batch: StepBatch, step_return: torch.Tensor, config: AdvantageConfig) -> torch.Tensor:
     """The entropy c values permuted uniformly at random among the steps of each trajectory.
 
@@ -74,7 +68,6 @@ def random_detector(batch: StepBatch, step_return: torch.Tensor, config: Advanta
     return permuted
 
 
-@DETECTORS.register("loo")
 def leave_one_out_detector(batch: StepBatch, step_return: torch.Tensor, config: AdvantageConfig) -> torch.Tensor:
     """Debiased variant (App. B.4): H_t replaced by the mean H of the other steps in its anchor group.
 

@@ -34,7 +34,7 @@ def run(cfg: DictConfig) -> float | None:
     from gaca.tracking.identity import run_key
     from gaca.tracking.secrets import redact_text
     from gaca.trainer.checkpoint import LATEST
-    from gaca.trainer.entry import train_task, validate
+    from gaca.trainer.entry import train_validated, validate
 
     try:
         config, resolved = validate(cfg)
@@ -43,7 +43,7 @@ def run(cfg: DictConfig) -> float | None:
             latest = folder / LATEST
             if latest.is_file():
                 print(f"gaca job: checkpoint {folder / latest.read_text().strip()} found", file=sys.stderr, flush=True)
-            return train_task(cfg)
+            return train_validated(config, resolved)
     except Exception:
         text = redact_text(traceback.format_exc())
         print(text, file=sys.stderr, flush=True)

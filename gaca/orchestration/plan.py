@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from omegaconf import DictConfig
 
+from gaca.contract import FINAL_EVAL_SUCCESS_RATE, TAG_RUN_KEY
 from gaca.orchestration.blocks import Block, expand
 from gaca.orchestration.job import is_training
 
@@ -20,7 +21,7 @@ INTERRUPTED = "interrupted"  # RUNNING in MLflow but no job trains it (its job d
 RUNNING = "running"  # a live job holds its lock: left alone
 LAUNCHED = (TO_RUN, FAILED_BEFORE, INTERRUPTED)
 """The states whose runs a sweep launches."""
-FINAL_METRIC = "final/eval_success_rate"
+FINAL_METRIC = FINAL_EVAL_SUCCESS_RATE
 SHOWN_ERRORS = 10
 """Invalid runs listed by name; usually they all fail for one reason."""
 
@@ -175,7 +176,7 @@ def recorded_runs(uri: str, experiment: str) -> dict[str, RecordedRun]:
             [found.experiment_id], max_results=1000, order_by=["attributes.start_time DESC"], page_token=page_token
         )
         for run in page:
-            key = run.data.tags.get("gaca.run_key")
+            key = run.data.tags.get(TAG_RUN_KEY)
             if key is None:
                 continue
             seen = recorded.get(key)

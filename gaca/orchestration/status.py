@@ -8,6 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from gaca.contract import TAG_BLOCK
 from gaca.orchestration.blocks import ALL, block_names
 from gaca.orchestration.display import table
 from gaca.orchestration.plan import DONE, FAILED_BEFORE, INTERRUPTED, RUNNING, TO_RUN
@@ -59,7 +60,7 @@ def main(argv: list[str]) -> int:
     for name, runs in plans.items():
         attach_states(runs, recorded)
         keys = {run.key for run in runs}
-        others = sum(1 for key, r in recorded.items() if r.tags.get("gaca.block") == name and key not in keys)
+        others = sum(1 for key, r in recorded.items() if r.tags.get(TAG_BLOCK) == name and key not in keys)
         rows.append([name, len(runs), *(sum(run.state == state for run in runs) for state, _ in COLUMNS), others])
     print(f"MLflow {redact_uri(uri)}, experiment {experiment!r}")
     print(table(["block", "runs", *(title for _, title in COLUMNS), "other runs tagged with the block"], rows))

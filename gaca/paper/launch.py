@@ -11,7 +11,8 @@
    run as FINISHED at interpreter exit even when the trainer failed.
 
 Preemption (SLURM, through submitit) and Ctrl-C reach this process; it stops the trainer's process
-group, marks the run KILLED and lets the requeued job resume it.
+group, marks the run KILLED and lets the requeued job resume it (``gaca.backends.lifecycle``, the
+CPU trainer's rule too).
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ import subprocess
 import sys
 from typing import Any
 
+from gaca.backends.lifecycle import finishing, open_or_skip
+from gaca.backends.result import TrainResult
+from gaca.contract import FINAL_EVAL_SUCCESS_RATE
 from gaca.paper.metrics import publish_contract_metrics
-from gaca.tracking.tags import run_name, run_tags
 from gaca.paper.verl_job import VerlJob, build_job, launcher_gpus_per_node
 from gaca.trainer.config import RunConfig
-from gaca.trainer.result import TrainResult
 
 STOP_GRACE_S = 30.0
 """Seconds the trainer gets to exit after SIGTERM before SIGKILL."""
-FINAL_METRIC = "final/eval_success_rate"
+FINAL_METRIC = FINAL_EVAL_SUCCESS_RATE
 
 
 class TrainerFailed(RuntimeError):
@@ -41,43 +43,23 @@ def launch(run: RunConfig, resolved: dict[str, Any]) -> TrainResult:
     """Train ``run`` (a validated ``backend=verl`` config) as a verl job; ``resolved`` is the plain
     config it was built from (for the run key and the params)."""
     from mlflow.tracking import MlflowClient
-    from omegaconf import OmegaConf
 
-    from gaca.tracking.identity import run_key
-    from gaca.tracking.run import RunLogger, find_run, flatten
-    from gaca.tracking.store import prepare_store, resolve_tracking_uri
-
-    key = run_key(resolved)
-    uri = resolve_tracking_uri(run.tracking.uri)
-    experiment_id = prepare_store(uri, run.tracking.experiment)
-    client = MlflowClient(tracking_uri=uri)
-    existing = find_run(client, experiment_id, key)
-    if existing is not None and existing.status == "FINISHED":
-        print(f"run {key} is already finished in MLflow (run {existing.run_id}); skipping", file=sys.stderr)
-        return TrainResult(existing.run_id, key, None, skipped=True)
-
-    logger = RunLogger.open(
-        uri, run.tracking.experiment, key, run_name(run, key), run_tags(run), flatten(resolved),
-        resume_run_id=existing.run_id if existing else None,
-    )
-    if existing is None:
-        logger.log_text(OmegaConf.to_yaml(OmegaConf.create(resolved)), "config.yaml")
-    job = build_job(run, key, uri, logger.run_id, launcher_gpus_per_node())
-    logger.log_text(job.shell() + "\n", "verl/command.sh")
-    print(f"gaca job: verl trainer for run {key} (MLflow run {logger.run_id}):\n{job.shell()}", file=sys.stderr, flush=True)
-    try:
+    opened = open_or_skip(run, resolved)
+    if isinstance(opened, TrainResult):
+        return opened
+    key, logger = opened.key, opened.logger
+    with finishing(logger):
+        job = build_job(run, key, opened.uri, logger.run_id, launcher_gpus_per_node())
+        logger.log_text(job.shell() + "\n", "verl/command.sh")
+        print(f"gaca job: verl trainer for run {key} (MLflow run {logger.run_id}):\n{job.shell()}", file=sys.stderr, flush=True)
         code = run_trainer(job)
         if code != 0:
             raise TrainerFailed(f"the verl trainer exited with status {code} (run {key}); its output is in this job's log")
-        published = publish_contract_metrics(client, logger.run_id, run.trainer.iterations)
+        published = publish_contract_metrics(MlflowClient(tracking_uri=opened.uri), logger.run_id, run.trainer.iterations)
         if published.final is None:
             print(f"gaca job: {FINAL_METRIC} not logged: {published.missing_final}", file=sys.stderr, flush=True)
         else:
             logger.log_metrics({FINAL_METRIC: published.final}, step=run.trainer.iterations)
-    except BaseException as error:
-        logger.finish("KILLED" if isinstance(error, (KeyboardInterrupt, SystemExit)) else "FAILED")
-        raise
-    logger.finish("FINISHED")
     return TrainResult(logger.run_id, key, published.final, curve=published.curve)
 
 

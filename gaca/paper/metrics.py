@@ -13,21 +13,23 @@ from typing import Mapping
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
-EVAL_SUCCESS = "eval/success_rate"
+from gaca import contract
+
+EVAL_SUCCESS = contract.EVAL_SUCCESS_RATE
 VERL_TO_CONTRACT: Mapping[str, str] = {
     "val/success_rate": EVAL_SUCCESS,  # verl-agent's validation: the share of won episodes
-    "episode/success_rate": "train/success_rate",
-    "episode/reward/mean": "train/return_mean",
-    "episode/length/mean": "train/episode_length",
-    "actor/pg_loss": "loss/policy",
-    "actor/kl_loss": "loss/kl",
-    "actor/pg_clipfrac": "loss/clip_frac",
-    "actor/entropy_loss": "loss/entropy",  # verl-agent's name for the mean token entropy
-    "actor/grad_norm": "loss/grad_norm",
-    "actor/lr": "train/lr",
-    "timing_s/step": "perf/iteration_s",
+    "episode/success_rate": contract.TRAIN_SUCCESS_RATE,
+    "episode/reward/mean": contract.TRAIN_RETURN_MEAN,
+    "episode/length/mean": contract.TRAIN_EPISODE_LENGTH,
+    "actor/pg_loss": contract.LOSS_POLICY,
+    "actor/kl_loss": contract.LOSS_KL,
+    "actor/pg_clipfrac": contract.LOSS_CLIP_FRAC,
+    "actor/entropy_loss": contract.LOSS_ENTROPY,  # verl-agent's name for the mean token entropy
+    "actor/grad_norm": contract.LOSS_GRAD_NORM,
+    "actor/lr": contract.TRAIN_LR,
+    "timing_s/step": contract.PERF_ITERATION_S,
 }
-"""verl-agent's metric (its ray_trainer and metric_utils) -> the contract's (README, "Tracking contract")."""
+"""verl-agent's metric (its ray_trainer and metric_utils) -> the contract's (``gaca.contract``)."""
 MAX_METRICS_PER_CALL = 1000  # MLflow's log_batch limit
 
 

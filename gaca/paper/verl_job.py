@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from gaca.estimators.registry import verl_names
 from gaca.tracking.tags import run_name
 from gaca.trainer.config import RunConfig
 
@@ -39,9 +40,6 @@ TRAINER_MODULE = "gaca.verl.agent_main"
 """Checks the verl-agent checkout, installs gaca's hooks, then runs its ``verl.trainer.main_ppo``."""
 RUN_ID_PENDING = "<created or resumed by the job>"
 """``MLFLOW_RUN_ID`` as printed by ``--dry-run`` for a run MLflow does not hold yet."""
-ADV_ESTIMATORS = {"grpo": "gaca_grpo", "gigpo": "gigpo", "gaca": "gaca"}
-"""``AdvantageConfig.method`` -> the plugin's ``algorithm.adv_estimator`` name (``gaca.verl.ESTIMATOR_METHODS``
-inverted; written out because importing ``gaca.verl`` imports torch)."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +182,7 @@ def verl_overrides(run: RunConfig, run_key: str, gpus: int) -> list[str]:
         ("actor_rollout_ref.rollout.val_kwargs.temperature", trainer.eval_temperature),
         ("actor_rollout_ref.rollout.val_kwargs.do_sample", trainer.eval_temperature > 0),
         ("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", log_prob_micro),
-        ("algorithm.adv_estimator", ADV_ESTIMATORS[algorithm.method]),
+        ("algorithm.adv_estimator", verl_names()[algorithm.method]),
         ("algorithm.gamma", algorithm.gamma),
         ("algorithm.norm_adv_by_std_in_grpo", algorithm.norm == "mean_std"),
         ("trainer.total_training_steps", trainer.iterations),

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from gaca.validation import check_bool, check_choice, check_int, reject_unknown
+
 NAMES = ("tiny", "small", "path")
 DECODINGS = ("constrained", "free")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -66,13 +68,13 @@ class ModelConfig:
         _choice("device", self.device, DEVICES)
         if self.name == "path":
             if not isinstance(self.path, str) or not self.path:
-                raise ValueError("ModelConfig.path must name a checkpoint directory or hub id when name='path'")
+                raise ValueError("model.path must name a checkpoint directory or hub id when name='path'")
             set_sizes = [field for field in SIZE_FIELDS if getattr(self, field) is not None]
             if set_sizes:
-                raise ValueError(f"ModelConfig.{set_sizes[0]} must be None when name='path' (the checkpoint fixes it)")
+                raise ValueError(f"model.{set_sizes[0]} must be None when name='path' (the checkpoint fixes it)")
         else:
             if self.path is not None:
-                raise ValueError(f"ModelConfig.path must be None when name={self.name!r}; use name='path' to load it")
+                raise ValueError(f"model.path must be None when name={self.name!r}; use name='path' to load it")
             for field, value in MODEL_PRESETS[self.name].items():
                 if getattr(self, field) is None:
                     object.__setattr__(self, field, value)
@@ -80,37 +82,32 @@ class ModelConfig:
                 _positive_int(field, getattr(self, field))
             if self.hidden_size % self.num_heads or (self.hidden_size // self.num_heads) % 2:
                 raise ValueError(
-                    f"ModelConfig.hidden_size ({self.hidden_size}) must be num_heads ({self.num_heads}) "
+                    f"model.hidden_size ({self.hidden_size}) must be num_heads ({self.num_heads}) "
                     "times an even head size"
                 )
             if self.num_heads % self.num_kv_heads:
                 raise ValueError(
-                    f"ModelConfig.num_kv_heads ({self.num_kv_heads}) must divide num_heads ({self.num_heads})"
+                    f"model.num_kv_heads ({self.num_kv_heads}) must divide num_heads ({self.num_heads})"
                 )
         _positive_int("max_prompt_tokens", self.max_prompt_tokens, minimum=MIN_PROMPT_TOKENS)
         _positive_int("max_response_tokens", self.max_response_tokens)
         _positive_int("history_length", self.history_length, minimum=0)
-        if not isinstance(self.show_admissible, bool):
-            raise ValueError(f"ModelConfig.show_admissible must be true or false, got {self.show_admissible!r}")
+        check_bool("model.show_admissible", self.show_admissible)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> ModelConfig:
         """Build from a mapping (e.g. a Hydra node), rejecting unknown keys by name."""
-        known = {field.name for field in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown ModelConfig field(s) {unknown}; known: {sorted(known)}")
+        reject_unknown("model", values, [field.name for field in fields(cls)])
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+
 def _choice(field: str, value: object, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"ModelConfig.{field} must be one of {list(allowed)}, got {value!r}")
+    check_choice(f"model.{field}", value, allowed)
 
 
 def _positive_int(field: str, value: object, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"ModelConfig.{field} must be an int >= {minimum}, got {value!r}")
+    check_int(f"model.{field}", value, minimum)

@@ -29,7 +29,7 @@ def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("ModelConfig.device is 'cuda' but torch sees no CUDA device; use 'auto' or 'cpu'")
+        raise ValueError("model.device is 'cuda' but torch sees no CUDA device; use 'auto' or 'cpu'")
     return torch.device(device)
 
 

@@ -94,7 +94,7 @@ class PromptEncoder:
             tail = tokenizer.encode(tail_text, add_special_tokens=False)
         if max_prompt_tokens - len(head) - len(tail) < 1:
             raise ValueError(
-                f"ModelConfig.max_prompt_tokens ({max_prompt_tokens}) leaves no room for the prompt after the "
+                f"model.max_prompt_tokens ({max_prompt_tokens}) leaves no room for the prompt after the "
                 f"chat template's {len(head) + len(tail)} tokens; raise it"
             )
         return cls(max_prompt_tokens, encode or TextEncoder(tokenizer), tuple(head), tuple(tail))

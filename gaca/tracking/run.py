@@ -6,29 +6,16 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
+from gaca.contract import PROGRESS_METRICS, TAG_GIT_COMMIT, TAG_RUN_KEY
 from gaca.tracking.secrets import redact_params, redact_text
 from gaca.tracking.store import prepare_store
 
 MAX_PARAMS_PER_CALL = 100  # MLflow's log_batch limit
-MAX_PARAM_LENGTH = 6000
-PROGRESS_METRICS = ("perf/iteration_s", "eval/success_rate")
-
-
-def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """Nested config -> ``{"trainer.lr": "0.001", ...}`` (MLflow params are strings)."""
-    flat: dict[str, str] = {}
-    for key, value in config.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            flat.update(flatten(value, f"{name}."))
-        else:
-            flat[name] = str(value)[:MAX_PARAM_LENGTH]
-    return flat
 
 
 def git_commit() -> str:
@@ -51,7 +38,7 @@ class ExistingRun:
 def find_run(client: MlflowClient, experiment_id: str, key: str) -> ExistingRun | None:
     """The newest run tagged with ``gaca.run_key = key``; a FINISHED one wins over newer unfinished ones."""
     runs = client.search_runs(
-        [experiment_id], filter_string=f"tags.`gaca.run_key` = '{key}'", order_by=["attributes.start_time DESC"]
+        [experiment_id], filter_string=f"tags.`{TAG_RUN_KEY}` = '{key}'", order_by=["attributes.start_time DESC"]
     )
     if not runs:
         return None
@@ -89,10 +76,9 @@ class RunLogger:
         experiment_id = prepare_store(uri, experiment)
         if resume_run_id is not None:
             client.update_run(resume_run_id, status="RUNNING")
-            # Every logged step carries one of these (step 0: the initial evaluation only).
             steps = [m.step for key in PROGRESS_METRICS for m in client.get_metric_history(resume_run_id, key)]
             return cls(client, resume_run_id, max(steps, default=-1))
-        all_tags = {"gaca.run_key": key, "gaca.git_commit": git_commit(), **tags}
+        all_tags = {TAG_RUN_KEY: key, TAG_GIT_COMMIT: git_commit(), **tags}
         run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
         items = [Param(k, v) for k, v in redact_params(params).items()]
         for start in range(0, len(items), MAX_PARAMS_PER_CALL):

@@ -1,9 +1,11 @@
-"""The MLflow tags and run name of a run, shared by the CPU trainer and the verl job wrapper (the README's tracking contract)."""
+"""The MLflow tags and run name of a run, shared by the CPU trainer and the verl job wrapper (``gaca.contract``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from gaca.contract import TAG_BACKEND, TAG_BLOCK, TAG_ENV, TAG_METHOD, TAG_SCALE, TAG_SEED
 
 if TYPE_CHECKING:
     from gaca.trainer.config import RunConfig
@@ -17,12 +19,12 @@ def scale(run: RunConfig) -> str:
 def run_tags(run: RunConfig) -> dict[str, str]:
     """Every contract tag but ``gaca.run_key`` and ``gaca.git_commit`` (``RunLogger.open`` adds those)."""
     return {
-        "gaca.block": run.block,
-        "gaca.method": run.algorithm.method,
-        "gaca.env": run.env.name,
-        "gaca.seed": str(run.seed),
-        "gaca.scale": scale(run),
-        "gaca.backend": run.backend.name,
+        TAG_BLOCK: run.block,
+        TAG_METHOD: run.algorithm.method,
+        TAG_ENV: run.env.name,
+        TAG_SEED: str(run.seed),
+        TAG_SCALE: scale(run),
+        TAG_BACKEND: run.backend.name,
     }
 
 

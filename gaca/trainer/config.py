@@ -6,9 +6,11 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
+from gaca.backends import BACKENDS
 from gaca.envs import EnvConfig
 from gaca.estimators import AdvantageConfig
 from gaca.policy.config import ModelConfig
+from gaca.validation import check_bool, check_choice, check_int, check_number, reject_unknown
 
 INITS = ("bc", "scratch")
 LR_SCHEDULES = ("constant", "linear")
@@ -22,7 +24,7 @@ class BehaviourCloningConfig:
     """Demonstration episodes on training tasks."""
     noise: float = 0.3
     """Probability that a demonstration step takes a random admissible action instead of the planner's."""
-    steps: int = 300
+    steps: int = 250
     """Optimizer steps of cross-entropy on the demonstrated actions."""
     lr: float = 3e-3
     """AdamW learning rate of cloning."""
@@ -36,13 +38,13 @@ class BehaviourCloningConfig:
     """AdamW learning rate of the prior stage."""
 
     def __post_init__(self) -> None:
-        _int_at_least("trainer.bc.episodes", self.episodes, 1)
-        _number_in("trainer.bc.noise", self.noise, 0.0, 1.0, "in [0, 1]")
-        _int_at_least("trainer.bc.steps", self.steps, 0)
-        _number_in("trainer.bc.lr", self.lr, 0.0, 1.0, "in (0, 1]", low_open=True)
-        _int_at_least("trainer.bc.batch_size", self.batch_size, 1)
-        _int_at_least("trainer.bc.prior_steps", self.prior_steps, 0)
-        _number_in("trainer.bc.prior_lr", self.prior_lr, 0.0, 1.0, "in (0, 1]", low_open=True)
+        check_int("trainer.bc.episodes", self.episodes, 1)
+        check_number("trainer.bc.noise", self.noise, 0.0, 1.0, "in [0, 1]")
+        check_int("trainer.bc.steps", self.steps, 0)
+        check_number("trainer.bc.lr", self.lr, 0.0, 1.0, "in (0, 1]", low_open=True)
+        check_int("trainer.bc.batch_size", self.batch_size, 1)
+        check_int("trainer.bc.prior_steps", self.prior_steps, 0)
+        check_number("trainer.bc.prior_lr", self.prior_lr, 0.0, 1.0, "in (0, 1]", low_open=True)
 
 
 @dataclass(frozen=True)
@@ -95,8 +97,9 @@ class TrainerConfig:
     """bc: start from the cloned base policy; scratch: from the random initialisation."""
     bc: BehaviourCloningConfig = field(default_factory=BehaviourCloningConfig)
     """How the bc base policy is made (cached by these values, the env and the model)."""
-    threads: int | None = 1
-    """torch intra-op threads; 1 keeps parallel sweep jobs from fighting over cores; None = torch's default."""
+    threads: int | None = None
+    """torch intra-op threads; None = torch's default (every core, for one run); sweep launchers set one per
+    job's cores, so that parallel jobs do not fight over them."""
     transcripts: int = 3
     """Evaluation transcripts saved as text artifacts at each evaluation."""
     estimated_cpu_minutes: float = 3.0
@@ -105,35 +108,33 @@ class TrainerConfig:
     """GPU-hour estimate of one run (paper preset), used by sweep --dry-run."""
 
     def __post_init__(self) -> None:
-        _int_at_least("trainer.iterations", self.iterations, 1)
-        _int_at_least("trainer.tasks_per_iteration", self.tasks_per_iteration, 1)
-        _int_at_least("trainer.group_size", self.group_size, 2, why=" (group normalisation needs two rollouts)")
-        _int_at_least("trainer.ppo_epochs", self.ppo_epochs, 1)
-        _int_at_least("trainer.minibatch_size", self.minibatch_size, 1)
-        _number_in("trainer.lr", self.lr, 0.0, 1.0, "in (0, 1]", low_open=True)
-        if self.lr_schedule not in LR_SCHEDULES:
-            raise ValueError(f"trainer.lr_schedule must be one of {list(LR_SCHEDULES)}, got {self.lr_schedule!r}")
-        _number_in("trainer.weight_decay", self.weight_decay, 0.0, 1.0, "in [0, 1]")
-        _number_in("trainer.clip_ratio", self.clip_ratio, 0.0, 1.0, "in (0, 1)", low_open=True)
+        check_int("trainer.iterations", self.iterations, 1)
+        check_int("trainer.tasks_per_iteration", self.tasks_per_iteration, 1)
+        check_int("trainer.group_size", self.group_size, 2, why=" (group normalisation needs two rollouts)")
+        check_int("trainer.ppo_epochs", self.ppo_epochs, 1)
+        check_int("trainer.minibatch_size", self.minibatch_size, 1)
+        check_number("trainer.lr", self.lr, 0.0, 1.0, "in (0, 1]", low_open=True)
+        check_choice("trainer.lr_schedule", self.lr_schedule, LR_SCHEDULES)
+        check_number("trainer.weight_decay", self.weight_decay, 0.0, 1.0, "in [0, 1]")
+        check_number("trainer.clip_ratio", self.clip_ratio, 0.0, 1.0, "in (0, 1)", low_open=True)
         if self.clip_ratio_c is not None:
-            _number_in("trainer.clip_ratio_c", self.clip_ratio_c, 1.0, math.inf, "> 1 or null", low_open=True)
-        _number_in("trainer.kl_coef", self.kl_coef, 0.0, math.inf, ">= 0")
-        _number_in("trainer.entropy_coef", self.entropy_coef, 0.0, math.inf, ">= 0")
-        _number_in("trainer.max_grad_norm", self.max_grad_norm, 0.0, math.inf, "> 0", low_open=True)
-        _number_in("trainer.rollout_temperature", self.rollout_temperature, 0.0, 10.0, "in (0, 10]", low_open=True)
-        _number_in("trainer.eval_temperature", self.eval_temperature, 0.0, 10.0, "in [0, 10] (0 = greedy)")
-        _int_at_least("trainer.eval_every", self.eval_every, 1)
+            check_number("trainer.clip_ratio_c", self.clip_ratio_c, 1.0, math.inf, "> 1 or null", low_open=True)
+        check_number("trainer.kl_coef", self.kl_coef, 0.0, math.inf, ">= 0")
+        check_number("trainer.entropy_coef", self.entropy_coef, 0.0, math.inf, ">= 0")
+        check_number("trainer.max_grad_norm", self.max_grad_norm, 0.0, math.inf, "> 0", low_open=True)
+        check_number("trainer.rollout_temperature", self.rollout_temperature, 0.0, 10.0, "in (0, 10]", low_open=True)
+        check_number("trainer.eval_temperature", self.eval_temperature, 0.0, 10.0, "in [0, 10] (0 = greedy)")
+        check_int("trainer.eval_every", self.eval_every, 1)
         if self.num_eval_tasks is not None:
-            _int_at_least("trainer.num_eval_tasks", self.num_eval_tasks, 1)
-        _int_at_least("trainer.eval_episodes_per_task", self.eval_episodes_per_task, 1)
-        _int_at_least("trainer.checkpoint_every", self.checkpoint_every, 0)
-        if self.init not in INITS:
-            raise ValueError(f"trainer.init must be one of {list(INITS)}, got {self.init!r}")
-        _int_at_least("trainer.transcripts", self.transcripts, 0)
+            check_int("trainer.num_eval_tasks", self.num_eval_tasks, 1)
+        check_int("trainer.eval_episodes_per_task", self.eval_episodes_per_task, 1)
+        check_int("trainer.checkpoint_every", self.checkpoint_every, 0)
+        check_choice("trainer.init", self.init, INITS)
+        check_int("trainer.transcripts", self.transcripts, 0)
         if self.threads is not None:
-            _int_at_least("trainer.threads", self.threads, 1)
-        _number_in("trainer.estimated_cpu_minutes", self.estimated_cpu_minutes, 0.0, math.inf, ">= 0")
-        _number_in("trainer.estimated_gpu_hours", self.estimated_gpu_hours, 0.0, math.inf, ">= 0")
+            check_int("trainer.threads", self.threads, 1)
+        check_number("trainer.estimated_cpu_minutes", self.estimated_cpu_minutes, 0.0, math.inf, ">= 0")
+        check_number("trainer.estimated_gpu_hours", self.estimated_gpu_hours, 0.0, math.inf, ">= 0")
 
     def lr_at(self, iteration: int) -> float:
         """The learning rate of iteration ``iteration`` (1-based) under ``lr_schedule``."""
@@ -164,8 +165,6 @@ class TrackingConfig:
             raise ValueError(f"tracking.experiment must be a non-empty string, got {self.experiment!r}")
 
 
-BACKENDS = ("cpu", "verl")
-"""``backend=NAME``: cpu (gaca's own trainer) or verl (a verl-agent job on GPUs, ``gaca.paper``)."""
 VERL_ENV_FAMILIES = ("household", "alfworld", "shop")
 """Env families a verl job can play: household and alfworld are ALFWorld, shop is WebShop."""
 
@@ -203,14 +202,13 @@ class BackendConfig:
     """Extra environment variables of the trainer process."""
 
     def __post_init__(self) -> None:
-        if self.name not in BACKENDS:
-            raise ValueError(f"backend.name must be one of {list(BACKENDS)}, got {self.name!r}")
+        check_choice("backend.name", self.name, BACKENDS)
         for key in ("gpus_per_node", "tensor_parallel_size", "max_prompt_length", "micro_batch_size_per_gpu",
                     "log_prob_micro_batch_size_per_gpu"):
             if getattr(self, key) is not None:
-                _int_at_least(f"backend.{key}", getattr(self, key), 1)
-        _int_at_least("backend.nnodes", self.nnodes, 1)
-        _int_at_least("backend.max_response_length", self.max_response_length, 1)
+                check_int(f"backend.{key}", getattr(self, key), 1)
+        check_int("backend.nnodes", self.nnodes, 1)
+        check_int("backend.max_response_length", self.max_response_length, 1)
         if not isinstance(self.data_dir, str) or not self.data_dir:
             raise ValueError(f"backend.data_dir must be a folder path, got {self.data_dir!r}")
         if self.verl_agent_dir is not None and (not isinstance(self.verl_agent_dir, str) or not self.verl_agent_dir):
@@ -281,32 +279,21 @@ class RunConfig:
         for key in ("algorithm", "env", "model", "trainer"):
             if key not in values:
                 raise ValueError(f"config.{key} is missing; compose it from conf/ (e.g. {key}=...)")
-        try:
-            algorithm = AdvantageConfig.from_dict(_plain(values["algorithm"], "algorithm"))
-        except ValueError as error:
-            raise ValueError(f"algorithm: {error}") from None
-        try:
-            env_values = _plain(values["env"], "env")
-            # conf/env lists every knob with null = "the difficulty preset's value".
-            knobs = {k: v for k, v in (env_values.get("knobs") or {}).items() if v is not None}
-            env = EnvConfig.from_dict({**env_values, "knobs": knobs})
-        except ValueError as error:
-            raise ValueError(f"env: {error}") from None
-        try:
-            model = ModelConfig(**_plain(values["model"], "model"))
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"model: {error}") from None
+        algorithm = AdvantageConfig.from_dict(_plain(values["algorithm"], "algorithm"))
+        env_values = _plain(values["env"], "env")
+        # conf/env lists every knob with null = "the difficulty preset's value".
+        knobs = {k: v for k, v in (env_values.get("knobs") or {}).items() if v is not None}
+        env = EnvConfig.from_dict({**env_values, "knobs": knobs})
+        model = ModelConfig.from_dict(_plain(values["model"], "model"))
         trainer = TrainerConfig.from_dict(_plain(values["trainer"], "trainer"))
         tracking = TrackingConfig(**_plain(values.get("tracking") or {}, "tracking"))
         seed = values.get("seed", 0)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+        check_int("seed", seed, 0)
         block = values.get("block", "adhoc")
         if not isinstance(block, str) or not block:
             raise ValueError(f"block must be a non-empty string, got {block!r}")
         resume = values.get("resume", True)
-        if not isinstance(resume, bool):
-            raise ValueError(f"resume must be true or false, got {resume!r}")
+        check_bool("resume", resume)
         backend = BackendConfig.from_dict(_plain(values.get("backend") or {}, "backend"))
         output_dir = str(values.get("output_dir", "runs"))
         return cls(algorithm, env, model, trainer, tracking, seed, block, output_dir, resume, backend)
@@ -318,10 +305,10 @@ class RunConfig:
         """What the behaviour-cloned starting policy depends on (its cache key); None for init=scratch."""
         if self.trainer.init == "scratch":
             return None
-        from gaca.tracking.identity import _resolved_knobs
+        from gaca.contract import resolved_knobs
 
         env = self.env.to_dict()
-        env["knobs"] = _resolved_knobs(env)  # a preset's values, not only its name
+        env["knobs"] = resolved_knobs(env)  # a preset's values, not only its name
         return {"env": env, "model": self.model.to_dict(), "bc": self.trainer.bc.__dict__, "seed": self.seed}
 
 
@@ -329,7 +316,7 @@ def _check_verl_run(run: RunConfig) -> None:
     """What a verl job cannot take from a config that the CPU trainer accepts."""
     if run.model.name != "path":
         raise ValueError(
-            f"model: backend=verl trains a Hugging Face checkpoint; set model=path model.path=<folder or hub id> "
+            f"model.name: backend=verl trains a Hugging Face checkpoint; set model=path model.path=<folder or hub id> "
             f"(e.g. Qwen2.5-1.5B-Instruct), got model={run.model.name}"
         )
     if run.trainer.init != "scratch":
@@ -355,19 +342,4 @@ def _plain(value: Any, key: str) -> dict[str, Any]:
 
 
 def _reject_unknown(prefix: str, values: Mapping[str, Any], cls: type, extra: tuple[str, ...] = ()) -> None:
-    known = {f.name for f in fields(cls)} | set(extra)
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"unknown key(s) {[f'{prefix}.{k}' for k in unknown]}; known: {sorted(known - set(extra))}")
-
-
-def _int_at_least(key: str, value: object, low: int, why: str = "") -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{key} must be an int >= {low}{why}, got {value!r}")
-
-
-def _number_in(key: str, value: object, low: float, high: float, allowed: str, low_open: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ValueError(f"{key} must be a number {allowed}, got {value!r}")
-    if (value <= low if low_open else value < low) or value > high:
-        raise ValueError(f"{key} must be {allowed}, got {value!r}")
+    reject_unknown(prefix, {key: value for key, value in values.items() if key not in extra}, [f.name for f in fields(cls)])

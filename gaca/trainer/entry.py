@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
-from gaca.registry import Registry
+from gaca.backends import BACKENDS
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
@@ -44,24 +44,6 @@ def validate(cfg: DictConfig):
         raise ConfigError(str(error)) from None
 
 
-TRAINERS: Registry[Callable[[Any, dict[str, Any]], Any]] = Registry("backend")
-"""``backend.name`` -> what trains a validated run: ``(RunConfig, resolved dict) -> result``."""
-
-
-@TRAINERS.register("cpu")
-def _train_on_cpu(run, resolved: dict[str, Any]):
-    from gaca.trainer.loop import train
-
-    return train(run, resolved)
-
-
-@TRAINERS.register("verl")
-def _train_with_verl(run, resolved: dict[str, Any]):
-    from gaca.paper.launch import launch
-
-    return launch(run, resolved)
-
-
 def check_places(run) -> None:
     """What a run writes to must be usable before it starts: its output folder (ConfigError) and its
     MLflow store (``StoreUnavailable``: a server that does not answer, a read-only SQLite folder)."""
@@ -74,13 +56,17 @@ def check_places(run) -> None:
 
 
 def train_task(cfg: DictConfig) -> float | None:
-    """The Hydra task function (single runs and multirun jobs): returns the final eval success."""
+    """The Hydra task function of ``gaca train``: validate, then ``train_validated``."""
+    return train_validated(*validate(cfg))
+
+
+def train_validated(run, resolved: dict[str, Any]) -> float | None:
+    """Train a validated run on its backend and say how it went; returns the final eval success."""
     from gaca.tracking.secrets import redact_uri
     from gaca.tracking.store import resolve_tracking_uri
 
-    run, resolved = validate(cfg)
     check_places(run)
-    result = TRAINERS.get(run.backend.name)(run, resolved)
+    result = BACKENDS.get(run.backend.name)(run, resolved)
     uri = resolve_tracking_uri(run.tracking.uri)
     if result.skipped:
         print(f"gaca train: run {result.run_key} was already finished (MLflow run {result.run_id} in {redact_uri(uri)})")
@@ -128,7 +114,7 @@ def explain_override_error(error: Exception, overrides: list[str]) -> str:
 
 def known_keys(overrides: list[str]) -> list[str]:
     """Every dotted key of the config composed with ``overrides`` (group choices pick which keys exist)."""
-    from gaca.tracking.run import flatten
+    from gaca.contract import flatten
 
     try:
         return list(flatten(OmegaConf.to_container(compose(overrides), resolve=False)))

@@ -1,5 +1,6 @@
-"""The group-rollout PPO loop (the paper's Algorithm 1 on the CPU backend): sample tasks, roll out
-G episodes each, estimate advantages, update, evaluate, checkpoint, log.
+"""The group-rollout PPO loop (the paper's Algorithm 1 on the CPU backend). ``iteration`` is the
+algorithm (sample tasks, roll out G episodes each, estimate advantages, update); ``train`` is the
+scaffolding around it (the MLflow run, resume, evaluation, checkpoints, timers).
 
 Every random draw of iteration i comes from generators seeded by (seed, i, purpose), so a run
 resumed from the checkpoint after iteration i repeats exactly what an uninterrupted run does.
@@ -11,33 +12,29 @@ import copy
 import io
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from gaca import contract
+from gaca.backends.lifecycle import OpenRun, Stopped, finishing, open_or_skip
+from gaca.backends.result import TrainResult
 from gaca.envs import EnvFamily, make_family
-from gaca.estimators import compute_advantages, mean_token_nll
+from gaca.estimators import AdvantageOutput, compute_advantages, mean_token_nll
 from gaca.policy.bc import behaviour_clone, cached_policy, collect_demos
 from gaca.policy.prompt import observation_prompt
 from gaca.policy.model import Policy
 from gaca.trainer.checkpoint import load_checkpoint, save_checkpoint
-from gaca.trainer.collector import relaxed_gc
 from gaca.trainer.config import RunConfig
-from gaca.trainer.ppo import pad_rows, ppo_update
+from gaca.trainer.garbage_collector import relaxed_gc
+from gaca.trainer.ppo import UpdateStats, pad_rows, ppo_update
 from gaca.trainer.progress import Progress
-from gaca.trainer.result import TrainResult
 from gaca.trainer.rollout import Rollouts, StepRows, collect_rollouts
 from gaca.trainer.signal import batch_signal
-from gaca.tracking.identity import run_key
-from gaca.tracking.run import RunLogger, find_run, flatten
-from gaca.tracking.tags import run_name, run_tags
-from gaca.tracking.store import prepare_store, resolve_tracking_uri
-
-CRITICALITY_BINS = np.append(np.linspace(0.0, 4.0, 41), np.inf)
-"""Fixed bins of the criticality histogram artifact (diag/criticality_hist.csv): 40 bins of 0.1 over
-[0, 4), then one overflow bin [4, inf) so that every step is counted."""
+from gaca.tracking.run import RunLogger
 
 PURPOSE_TASKS, PURPOSE_ROLLOUT, PURPOSE_UPDATE, PURPOSE_EVAL = 1, 2, 3, 4
 
@@ -85,15 +82,15 @@ def evaluate(policy: Policy, family: EnvFamily, run: RunConfig, iteration: int) 
 def eval_metrics(rollouts: Rollouts) -> dict[str, float]:
     episodes = rollouts.episodes
     return {
-        "eval/success_rate": rollouts.success_rate,
-        "eval/return_mean": float(np.mean([e.total_return for e in episodes])),
-        "eval/episode_length": float(np.mean([e.length for e in episodes])),
+        contract.EVAL_SUCCESS_RATE: rollouts.success_rate,
+        contract.EVAL_RETURN_MEAN: float(np.mean([e.total_return for e in episodes])),
+        contract.EVAL_EPISODE_LENGTH: float(np.mean([e.length for e in episodes])),
     }
 
 
 def outcomes_csv(rollouts: Rollouts, iteration: int) -> str:
     out = io.StringIO()
-    out.write("iteration,task_id,episode,success,return,length\n")
+    out.write(",".join(contract.OUTCOME_FILE_COLUMNS) + "\n")
     seen: dict[int, int] = {}
     for e in rollouts.episodes:
         episode = seen[e.task_id] = seen.get(e.task_id, -1) + 1
@@ -106,10 +103,10 @@ def transcripts_text(rollouts: Rollouts) -> str:
 
 
 def log_evaluation(logger: RunLogger, rollouts: Rollouts, iteration: int) -> None:
-    logger.log_text(outcomes_csv(rollouts, iteration), f"eval/outcomes_{iteration:05d}.csv")
+    logger.log_text(outcomes_csv(rollouts, iteration), contract.outcomes_artifact(iteration))
     text = transcripts_text(rollouts)
     if text:
-        logger.log_text(text, f"transcripts/eval_{iteration:05d}.txt")
+        logger.log_text(text, contract.transcripts_artifact(iteration))
 
 
 def sampled_token_mask(rows: StepRows, width: int) -> torch.Tensor:
@@ -122,8 +119,80 @@ def sampled_token_mask(rows: StepRows, width: int) -> torch.Tensor:
     return pad_rows([[float(len(options) > 1) for options in row] for row in rows.allowed], width)
 
 
-class Interrupted(RuntimeError):
-    """Raised by ``train(..., stop_after=i)`` right after iteration i's checkpoint (simulated preemption)."""
+@dataclass
+class Iteration:
+    """What one iteration of Algorithm 1 produced."""
+
+    rollouts: Rollouts
+    advantage: AdvantageOutput
+    update: UpdateStats
+    estimator_seconds: float
+    update_seconds: float
+
+
+def iteration(
+    run: RunConfig, family: EnvFamily, policy: Policy, reference: Policy | None, optimizer: torch.optim.Optimizer, i: int
+) -> Iteration:
+    """Iteration ``i`` of Algorithm 1: roll out G episodes on each sampled task, estimate the
+    advantages (Eqs. 2-8), update the policy with PPO (Eq. 1)."""
+    trainer = run.trainer
+    # 1. Rollout: trainer.tasks_per_iteration distinct training tasks, G episodes each.
+    rng = np.random.default_rng(seed_for(run.seed, i, PURPOSE_TASKS))
+    tasks = rng.choice(family.train_task_ids, size=trainer.tasks_per_iteration, replace=False)
+    rollouts = collect_rollouts(
+        policy, family, [int(t) for t in tasks], trainer.group_size, trainer.rollout_temperature,
+        policy.generator(seed_for(run.seed, i, PURPOSE_ROLLOUT)),
+    )
+    rows = rollouts.rows
+
+    # 2. Advantages: one row per agent step; H_t from the old policy's sampled tokens.
+    began = time.perf_counter()
+    old = pad_rows(rows.logprobs, max(len(r) for r in rows.logprobs))
+    advantage = compute_advantages(
+        group=rows.group, traj=rows.traj, step=rows.step, reward=rows.reward,
+        anchor=rows.anchor, nll=mean_token_nll(old, sampled_token_mask(rows, old.shape[1])),
+        config=run.algorithm.reseeded(run.seed, i),
+        invalid=rows.invalid, invalid_penalty=run.env.invalid_penalty,
+    )
+    estimator_seconds = time.perf_counter() - began
+
+    # 3. PPO update on the batch's step rows.
+    began = time.perf_counter()
+    for group in optimizer.param_groups:
+        group["lr"] = trainer.lr_at(i)
+    update = ppo_update(
+        policy, reference, optimizer, rows, advantage.advantages, trainer,
+        torch.Generator().manual_seed(seed_for(run.seed, i, PURPOSE_UPDATE)),
+    )
+    return Iteration(rollouts, advantage, update, estimator_seconds, time.perf_counter() - began)
+
+
+def iteration_metrics(step: Iteration, lr: float, horizon: int, seconds: float) -> dict[str, float]:
+    """The contract's per-iteration metrics (``gaca.contract.METRICS``) of one iteration."""
+    rollouts, stats, rows = step.rollouts, step.update, step.rollouts.rows
+    episodes = rollouts.episodes
+    return {
+        contract.TRAIN_SUCCESS_RATE: rollouts.success_rate,
+        contract.TRAIN_RETURN_MEAN: float(np.mean([e.total_return for e in episodes])),
+        contract.TRAIN_EPISODE_LENGTH: float(np.mean([e.length for e in episodes])),
+        contract.TRAIN_INVALID_ACTION_RATE: float(np.mean(rows.invalid)),
+        contract.LOSS_POLICY: stats.policy_loss,
+        contract.LOSS_KL: stats.kl,
+        contract.LOSS_CLIP_FRAC: stats.clip_frac,
+        contract.LOSS_ENTROPY: stats.entropy,
+        contract.LOSS_GRAD_NORM: stats.grad_norm,
+        contract.TRAIN_LR: lr,
+        **{contract.diagnostic_metric(k): v for k, v in step.advantage.diagnostics.items()},
+        **batch_signal(rollouts, step.advantage, horizon),
+        contract.PERF_ITERATION_S: seconds,
+        contract.PERF_ENV_S: rollouts.env_seconds,
+        contract.PERF_GENERATION_S: rollouts.generation_seconds,
+        contract.PERF_UPDATE_S: step.update_seconds,
+        contract.PERF_ESTIMATOR_S: step.estimator_seconds,
+        contract.PERF_ENV_STEPS_PER_S: len(rows) / max(rollouts.env_seconds, 1e-9),
+        contract.PERF_TOKENS_PER_S: rollouts.generated_tokens / max(rollouts.generation_seconds, 1e-9),
+        contract.PERF_TRAIN_TOKENS_PER_S: stats.tokens / max(step.update_seconds, 1e-9),
+    }
 
 
 def train(
@@ -135,55 +204,41 @@ def train(
     last checkpoint into the same MLflow run. ``stop_after`` stops the run like a preemption after
     that iteration's checkpoint (the MLflow run is left KILLED, to be resumed).
     """
-    with relaxed_gc():
-        return _train(run, resolved, quiet, stop_after)
-
-
-def _train(
-    run: RunConfig, resolved: dict[str, Any], quiet: bool | None = None, stop_after: int | None = None
-) -> TrainResult:
     if run.trainer.threads is not None:
         torch.set_num_threads(run.trainer.threads)
-    key = run_key(resolved)
-    uri = resolve_tracking_uri(run.tracking.uri)
-    experiment_id = prepare_store(uri, run.tracking.experiment)
-    from mlflow.tracking import MlflowClient
+    opened = open_or_skip(run, resolved)
+    if isinstance(opened, TrainResult):
+        return opened
+    with relaxed_gc(), finishing(opened.logger):
+        return _train(run, opened, quiet, stop_after)
 
-    existing = find_run(MlflowClient(tracking_uri=uri), experiment_id, key)
-    if existing is not None and existing.status == "FINISHED":
-        print(f"run {key} is already finished in MLflow (run {existing.run_id}); skipping", file=sys.stderr)
-        return TrainResult(existing.run_id, key, None, skipped=True)
 
+def _train(run: RunConfig, opened: OpenRun, quiet: bool | None, stop_after: int | None) -> TrainResult:
+    """The scaffolding around ``iteration``: resume, evaluation, logging, checkpoints, timers."""
+    key, logger, trainer = opened.key, opened.logger, run.trainer
     family = make_family(run.env)
     output = Path(run.output_dir)
     checkpoint_dir = output / key
-    checkpoint = load_checkpoint(checkpoint_dir) if run.resume else None
-    if existing is None or checkpoint is None or checkpoint.state.get("run_id") != existing.run_id:
-        checkpoint = None  # a checkpoint of a run MLflow does not know (or no run) starts over
-    else:
+    checkpoint = load_checkpoint(checkpoint_dir) if run.resume and opened.resumed else None
+    if checkpoint is not None and checkpoint.state.get("run_id") != logger.run_id:
+        checkpoint = None  # a checkpoint of a run MLflow does not know starts over
+    if checkpoint is not None:
         print(f"gaca train: resumed run {key} from iteration {checkpoint.iteration} ({checkpoint.folder})", file=sys.stderr)
     initial = initial_policy(run, family, output / "bc-cache")
     policy = checkpoint.policy if checkpoint else initial
     reference = None
-    if run.trainer.kl_coef > 0:
+    if trainer.kl_coef > 0:
         reference = copy.deepcopy(initial) if checkpoint is None else initial
         reference.model.requires_grad_(False)
-    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=run.trainer.lr, weight_decay=run.trainer.weight_decay)
+    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=trainer.lr, weight_decay=trainer.weight_decay)
     start = 0
-    histogram = np.zeros(len(CRITICALITY_BINS) - 1)
+    histogram = np.zeros(len(contract.CRITICALITY_BINS) - 1)
     if checkpoint:
         optimizer.load_state_dict(checkpoint.state["optimizer"])
-        histogram = np.resize(checkpoint.state["criticality_hist"], len(CRITICALITY_BINS) - 1)  # older: no overflow bin
+        histogram = np.resize(checkpoint.state["criticality_hist"], len(contract.CRITICALITY_BINS) - 1)  # older: no overflow bin
         histogram[len(checkpoint.state["criticality_hist"]) :] = 0
         start = checkpoint.iteration
 
-    logger = RunLogger.open(
-        uri, run.tracking.experiment, key, run_name(run, key), run_tags(run), flatten(resolved),
-        resume_run_id=existing.run_id if existing else None,
-    )
-    if existing is None:
-        logger.log_text(_yaml(resolved), "config.yaml")
-    trainer = run.trainer
     progress = Progress(trainer.iterations, start, quiet=quiet)
     curve: list[tuple[int, float]] = []
     final_success = None
@@ -194,83 +249,32 @@ def _train(
             log_evaluation(logger, evaluation, 0)
             curve.append((0, evaluation.success_rate))
             final_success = evaluation.success_rate
-        for iteration in range(start + 1, trainer.iterations + 1):
+        for i in range(start + 1, trainer.iterations + 1):
             began = time.perf_counter()
-            rng = np.random.default_rng(seed_for(run.seed, iteration, PURPOSE_TASKS))
-            tasks = rng.choice(family.train_task_ids, size=trainer.tasks_per_iteration, replace=False)
-            rollouts = collect_rollouts(
-                policy, family, [int(t) for t in tasks], trainer.group_size, trainer.rollout_temperature,
-                policy.generator(seed_for(run.seed, iteration, PURPOSE_ROLLOUT)),
-            )
-            rows = rollouts.rows
-            estimator_began = time.perf_counter()
-            old = pad_rows(rows.logprobs, max(len(r) for r in rows.logprobs))
-            advantage = compute_advantages(
-                group=rows.group, traj=rows.traj, step=rows.step, reward=rows.reward,
-                anchor=rows.anchor, nll=mean_token_nll(old, sampled_token_mask(rows, old.shape[1])),
-                config=run.algorithm.reseeded(run.seed, iteration),
-                invalid=rows.invalid, invalid_penalty=run.env.invalid_penalty,
-            )
-            estimator_seconds = time.perf_counter() - estimator_began
-            update_began = time.perf_counter()
-            for group in optimizer.param_groups:
-                group["lr"] = trainer.lr_at(iteration)
-            stats = ppo_update(
-                policy, reference, optimizer, rows, advantage.advantages, trainer,
-                torch.Generator().manual_seed(seed_for(run.seed, iteration, PURPOSE_UPDATE)),
-            )
-            update_seconds = time.perf_counter() - update_began
-            if advantage.criticality is not None:
-                histogram += np.histogram(advantage.criticality.numpy(), bins=CRITICALITY_BINS)[0]
-            elapsed = time.perf_counter() - began
-            episodes = rollouts.episodes
-            metrics = {
-                "train/success_rate": rollouts.success_rate,
-                "train/return_mean": float(np.mean([e.total_return for e in episodes])),
-                "train/episode_length": float(np.mean([e.length for e in episodes])),
-                "train/invalid_action_rate": float(np.mean(rows.invalid)),
-                "loss/policy": stats.policy_loss,
-                "loss/kl": stats.kl,
-                "loss/clip_frac": stats.clip_frac,
-                "loss/entropy": stats.entropy,
-                "loss/grad_norm": stats.grad_norm,
-                "train/lr": optimizer.param_groups[0]["lr"],
-                **{f"diag/{k}": v for k, v in advantage.diagnostics.items()},
-                **batch_signal(rollouts, advantage, family.horizon),
-                "perf/iteration_s": elapsed,
-                "perf/env_s": rollouts.env_seconds,
-                "perf/generation_s": rollouts.generation_seconds,
-                "perf/update_s": update_seconds,
-                "perf/estimator_s": estimator_seconds,
-                "perf/env_steps_per_s": len(rows) / max(rollouts.env_seconds, 1e-9),
-                "perf/tokens_per_s": rollouts.generated_tokens / max(rollouts.generation_seconds, 1e-9),
-                "perf/train_tokens_per_s": stats.tokens / max(update_seconds, 1e-9),
-            }
+            step = iteration(run, family, policy, reference, optimizer, i)
+            if step.advantage.criticality is not None:
+                histogram += np.histogram(step.advantage.criticality.numpy(), bins=contract.CRITICALITY_BINS)[0]
+            metrics = iteration_metrics(step, optimizer.param_groups[0]["lr"], family.horizon, time.perf_counter() - began)
             evaluation = None
-            if iteration % trainer.eval_every == 0 or iteration == trainer.iterations:
-                evaluation = evaluate(policy, family, run, iteration)
+            if i % trainer.eval_every == 0 or i == trainer.iterations:
+                evaluation = evaluate(policy, family, run, i)
                 metrics.update(eval_metrics(evaluation))
-                curve.append((iteration, evaluation.success_rate))
+                curve.append((i, evaluation.success_rate))
                 final_success = evaluation.success_rate
-            logger.log_metrics(metrics, step=iteration)
+            logger.log_metrics(metrics, step=i)
             if evaluation is not None:
-                log_evaluation(logger, evaluation, iteration)
-            last = iteration == trainer.iterations
-            if last or (trainer.checkpoint_every and iteration % trainer.checkpoint_every == 0):
+                log_evaluation(logger, evaluation, i)
+            if i == trainer.iterations or (trainer.checkpoint_every and i % trainer.checkpoint_every == 0):
                 state = {"optimizer": optimizer.state_dict(), "run_id": logger.run_id, "criticality_hist": histogram}
-                save_checkpoint(checkpoint_dir, iteration, policy, state)
-            progress.update(iteration, rollouts.success_rate, evaluation.success_rate if evaluation else None)
-            if stop_after is not None and iteration >= stop_after:
-                raise Interrupted(f"stopped after iteration {iteration}")
+                save_checkpoint(checkpoint_dir, i, policy, state)
+            progress.update(i, step.rollouts.success_rate, evaluation.success_rate if evaluation else None)
+            if stop_after is not None and i >= stop_after:
+                raise Stopped(f"stopped after iteration {i}")
         if final_success is None:  # resumed after the last iteration's checkpoint
             final_success = evaluate(policy, family, run, trainer.iterations).success_rate
         if run.algorithm.method == "gaca":
-            logger.log_text(_histogram_csv(histogram), "diag/criticality_hist.csv")
-        logger.log_metrics({"final/eval_success_rate": final_success}, step=trainer.iterations)
-        logger.finish("FINISHED")
-    except BaseException as error:
-        logger.finish("KILLED" if isinstance(error, (KeyboardInterrupt, Interrupted)) else "FAILED")
-        raise
+            logger.log_text(_histogram_csv(histogram), contract.CRITICALITY_HISTOGRAM)
+        logger.log_metrics({contract.FINAL_EVAL_SUCCESS_RATE: final_success}, step=trainer.iterations)
     finally:
         progress.close()
     return TrainResult(logger.run_id, key, final_success, curve=curve)
@@ -278,11 +282,6 @@ def _train(
 
 def _histogram_csv(histogram: np.ndarray) -> str:
     lines = ["bin_left,bin_right,count"]
-    lines += [f"{lo:.2f},{hi:.2f},{int(c)}" for lo, hi, c in zip(CRITICALITY_BINS[:-1], CRITICALITY_BINS[1:], histogram)]
+    bins = contract.CRITICALITY_BINS
+    lines += [f"{lo:.2f},{hi:.2f},{int(count)}" for lo, hi, count in zip(bins[:-1], bins[1:], histogram)]
     return "\n".join(lines) + "\n"
-
-
-def _yaml(config: dict[str, Any]) -> str:
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_yaml(OmegaConf.create(config))

@@ -7,6 +7,7 @@ from typing import Sequence
 
 import torch
 
+from gaca.estimators.tokens import broadcast_to_tokens
 from gaca.policy.logprobs import sequence_logprobs
 from gaca.policy.model import Policy
 from gaca.trainer.config import TrainerConfig
@@ -76,7 +77,7 @@ def ppo_update(
             )
             width = mask.shape[1]
             old = pad_rows([rows.logprobs[i] for i in indices], width).to(device)
-            token_advantages = advantages[indices].to(device)[:, None] * mask
+            token_advantages = broadcast_to_tokens(advantages[indices].to(device), mask)
             surrogate = clipped_policy_loss(old, logprobs, token_advantages, mask, config.clip_ratio, config.clip_ratio_c)
             loss = surrogate.loss
             kl = torch.zeros(())

@@ -9,10 +9,11 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from gaca.estimators.config import AdvantageConfig
+from gaca.estimators.registry import verl_names
 
-ESTIMATOR_METHODS: dict[str, str] = {"gaca": "gaca", "gigpo": "gigpo", "gaca_grpo": "grpo"}
-"""verl's ``algorithm.adv_estimator`` name -> ``AdvantageConfig.method``. ``gaca_grpo`` is the
-paper's episode-level GRPO over step rows; the name ``grpo`` stays verl's own."""
+ESTIMATOR_METHODS: dict[str, str] = {name: method for method, name in verl_names().items()}
+"""verl's ``algorithm.adv_estimator`` name -> ``AdvantageConfig.method`` (the estimators' registry
+specs: ``gaca_grpo`` is the paper's episode-level GRPO over step rows; ``grpo`` stays verl's own)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def plugin_options(algorithm: Any, estimator: str) -> tuple[AdvantageConfig, Rew
     try:
         config = AdvantageConfig(**{**estimator_values, "method": method})
     except ValueError as error:
-        raise ValueError(f"algorithm.gaca: {str(error).replace('AdvantageConfig.', 'algorithm.gaca.')}") from None
+        raise ValueError(str(error).replace("algorithm.", "algorithm.gaca.", 1)) from None
     return config, RewardOptions(**reward_values)
 
 

@@ -15,11 +15,12 @@ def ledger(report) -> pd.DataFrame:
     ("name", "reason"),
     [
         ("older_duplicate", "duplicate: same gaca.run_key as newer run"),
-        ("older_equivalent", "duplicate: same configuration and seed as newer run"),
+        ("older_equivalent", "duplicate: same gaca.run_key as newer run"),  # one run key for both spellings
         ("running", "unfinished: status RUNNING"),
         ("failed", "unfinished: status FAILED"),
         ("missing_final", "missing metric: final/eval_success_rate"),
-        ("other_protocol", "other protocol: trainer.preset=paper (not quick)"),
+        ("other_protocol", "other configuration: "),
+        ("other_trainer", "other configuration: trainer.group_size=2 (not 8), trainer.lr=0.5 (not 0.001)"),
         ("search", "not in the requested tables"),
         ("foreign", "not a gaca training run"),
     ],
@@ -28,6 +29,14 @@ def test_each_troublesome_run_is_excluded_with_its_reason(ledger, store, name, r
     row = ledger.loc[store.run_ids[name]]
     assert not row["used"]
     assert row["reason"].startswith(reason)
+
+
+def test_a_run_with_another_trainer_never_fills_the_default_cell(ledger, store):
+    """Logged last in the detector block with the default estimator, it is not GACA's default cell:
+    the default run of its seed is."""
+    default = ledger.loc[ledger["used"] & (ledger["seed"] == 0) & ledger["cells"].str.contains("detector/entropy", na=False)]
+    assert len(default) == 1 and default.index[0] != store.run_ids["other_trainer"]
+    assert "trainer.iterations=15 (not 10)" in ledger.loc[store.run_ids["other_protocol"], "reason"]
 
 
 def test_runs_of_other_experiments_are_not_read(ledger, store):

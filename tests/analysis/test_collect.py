@@ -11,14 +11,6 @@ from analysis import collect
 from analysis.synthetic import SyntheticRun, log_runs
 
 
-def test_parse_param():
-    assert collect.parse_param("0.5") == 0.5
-    assert collect.parse_param("3") == 3 and isinstance(collect.parse_param("3"), int)
-    assert collect.parse_param("True") is True
-    assert collect.parse_param("None") is None
-    assert collect.parse_param("entropy") == "entropy"
-
-
 def test_runs_frame_reads_only_the_experiment_and_parses_params(store):
     runs = collect.load_runs(MlflowClient(store.uri), "gaca")
     assert store.run_ids["other_experiment"] not in set(runs["run_id"])

@@ -5,13 +5,13 @@ import pytest
 from scipy import stats
 
 from analysis import horizon
-from analysis.blocks import DEFAULT_CONFIG, METHOD_KEYS
+from analysis.blocks import DEFAULT_CONFIG
 
 
 def run(method, horizon_steps, seed, final, status="FINISHED", env="errand", **params):
     row = {"status": status, "env": env, "method": method, "seed": seed, "final": final,
            "params.env.horizon": horizon_steps}
-    row.update({f"params.{key}": DEFAULT_CONFIG[key] for key in METHOD_KEYS["gaca"]})
+    row.update({f"params.{key}": value for key, value in DEFAULT_CONFIG.items()})
     row.update({f"params.{key}": value for key, value in params.items()})
     return row
 

@@ -18,12 +18,12 @@ from gaca.trainer.entry import CONF_DIR, ConfigError, validate
 @pytest.mark.parametrize(
     "values, message",
     [
-        ({"knobs": {"task_types": ["pick_and_fly"]}}, r"EnvConfig.knobs.task_types must be a non-empty list"),
-        ({"knobs": {"eval_split": "test"}}, r"EnvConfig.knobs.eval_split must be one of \['valid_seen', 'valid_un"),
-        ({"knobs": {"num_rooms": 3}}, r"EnvConfig.knobs has unknown knob\(s\) \['num_rooms'\]"),
-        ({"horizon": 0}, r"EnvConfig.horizon must be an int in \[1, 10000\], got 0"),
-        ({"cache_dir": ""}, r"EnvConfig.cache_dir must be a folder path or null"),
-        ({"difficulty": "hard"}, r"EnvConfig.difficulty must be one of \['easy', 'paper'\]"),
+        ({"knobs": {"task_types": ["pick_and_fly"]}}, r"env.knobs.task_types must be a non-empty list"),
+        ({"knobs": {"eval_split": "test"}}, r"env.knobs.eval_split must be one of \['valid_seen', 'valid_un"),
+        ({"knobs": {"num_rooms": 3}}, r"env.knobs has unknown knob\(s\) \['num_rooms'\]"),
+        ({"horizon": 0}, r"env.horizon must be an int in \[1, 10000\], got 0"),
+        ({"cache_dir": ""}, r"env.cache_dir must be a folder path or null"),
+        ({"difficulty": "hard"}, r"env.difficulty must be one of \['easy', 'paper'\]"),
     ],
 )
 def test_bad_values_name_the_field(values, message):
@@ -32,16 +32,16 @@ def test_bad_values_name_the_field(values, message):
 
 
 def test_a_games_dir_without_games_names_the_field(tmp_path):
-    with pytest.raises(ValueError, match=r"EnvConfig.games_dir=.* has no json_2.1.1/train/\*\*/game.tw-pddl"):
+    with pytest.raises(ValueError, match=r"env.games_dir=.* has no json_2.1.1/train/\*\*/game.tw-pddl"):
         EnvConfig(name="alfworld", games_dir=str(tmp_path))
-    with pytest.raises(ValueError, match=r"EnvConfig.games_dir=.* is not a folder"):
+    with pytest.raises(ValueError, match=r"env.games_dir=.* is not a folder"):
         EnvConfig(name="alfworld", games_dir=str(tmp_path / "missing"))
 
 
 def test_game_folders_belong_to_alfworld_only(tmp_path):
-    with pytest.raises(ValueError, match="EnvConfig.games_dir applies to env alfworld only; leave it null for hou"):
+    with pytest.raises(ValueError, match="env.games_dir applies to env alfworld only; leave it null for hou"):
         EnvConfig(name="household", games_dir=str(tmp_path))
-    with pytest.raises(ValueError, match="EnvConfig.cache_dir applies to env alfworld only; leave it null for shop"):
+    with pytest.raises(ValueError, match="env.cache_dir applies to env alfworld only; leave it null for shop"):
         EnvConfig(name="shop", cache_dir=str(tmp_path))
 
 
@@ -59,9 +59,9 @@ def test_hydra_reads_the_official_games_from_alfworld_data(tmp_path, monkeypatch
     run, resolved = compose_run()
     assert (run.env.name, run.env.games_dir, run.env.horizon) == ("alfworld", None, 20)
     monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))
-    with pytest.raises(ConfigError, match=r"env: EnvConfig.games_dir=.* \(conf/env/alfworld.yaml reads \$ALFWORLD"):
+    with pytest.raises(ConfigError, match=r"env.games_dir=.* \(conf/env/alfworld.yaml reads \$ALFWORLD"):
         compose_run()
-    with pytest.raises(ConfigError, match=r"env: EnvConfig.knobs.task_types must be"):
+    with pytest.raises(ConfigError, match=r"env.knobs.task_types must be"):
         compose_run("env.games_dir=null", "env.knobs.task_types=[fly]")
-    with pytest.raises(ConfigError, match=r"env: EnvConfig.horizon must be an int in \[1, 10000\], got 0"):
+    with pytest.raises(ConfigError, match=r"env.horizon must be an int in \[1, 10000\], got 0"):
         compose_run("env.games_dir=null", "env.horizon=0")

@@ -220,7 +220,7 @@ def test_official_layout_is_played_as_alfworld_loads_it(family, task_of_each_typ
         assert env.walkthrough
         _, results = play(env, env.walkthrough)
         assert results[-1].won
-    with pytest.raises(ValueError, match=r"EnvConfig.num_eval_tasks=4 exceeds the 3 playable games of .*valid_seen"):
+    with pytest.raises(ValueError, match=r"env.num_eval_tasks=4 exceeds the 3 playable games of .*valid_seen"):
         official_family(root, knobs={"task_types": TASK_TYPES}, num_eval_tasks=4)
     unseen = official_family(root, knobs={"eval_split": "valid_unseen"}, num_eval_tasks=1)
     assert unseen.task(0).parents[2].name == "valid_unseen"

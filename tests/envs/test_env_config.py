@@ -8,30 +8,30 @@ from gaca.envs import FAMILIES, EnvConfig, make_family
 @pytest.mark.parametrize(
     "changes, pattern",
     [
-        (dict(name="forest"), r"EnvConfig.name must be one of \['alfworld', 'errand', 'household', 'shop'\], got 'forest'"),
-        (dict(horizon=0), r"EnvConfig.horizon must be an int in \[1, "),
-        (dict(horizon=2.5), r"EnvConfig.horizon must be an int"),
-        (dict(num_train_tasks=0), r"EnvConfig.num_train_tasks must be an int in \[1, "),
-        (dict(num_eval_tasks=-1), r"EnvConfig.num_eval_tasks must be an int in \[1, "),
-        (dict(seed=-3), r"EnvConfig.seed must be an int"),
-        (dict(invalid_penalty=-0.1), r"EnvConfig.invalid_penalty must be a finite number >= 0"),
-        (dict(invalid_penalty=float("nan")), r"EnvConfig.invalid_penalty"),
-        (dict(difficulty="hard"), r"EnvConfig.difficulty must be one of \['easy', 'paper'\], got 'hard'"),
-        (dict(knobs=[1]), r"EnvConfig.knobs must be a mapping"),
-        (dict(knobs={"rooms": 3}), r"EnvConfig.knobs has unknown knob\(s\) \['rooms'\]; known: \['num_receptacles'"),
-        (dict(knobs={"num_receptacles": 2}), r"EnvConfig.knobs.num_receptacles must be an int in \[3, 40\], got 2"),
-        (dict(knobs={"closed_fraction": 1.5}), r"EnvConfig.knobs.closed_fraction must be a number in \[0, 1\]"),
-        (dict(knobs={"task_types": ["pick_and_place", "juggle"]}), r"EnvConfig.knobs.task_types must be .* from \["),
-        (dict(knobs={"task_types": []}), r"EnvConfig.knobs.task_types must be a non-empty list"),
+        (dict(name="forest"), r"env.name must be one of \['alfworld', 'errand', 'household', 'shop'\], got 'forest'"),
+        (dict(horizon=0), r"env.horizon must be an int in \[1, "),
+        (dict(horizon=2.5), r"env.horizon must be an int"),
+        (dict(num_train_tasks=0), r"env.num_train_tasks must be an int in \[1, "),
+        (dict(num_eval_tasks=-1), r"env.num_eval_tasks must be an int in \[1, "),
+        (dict(seed=-3), r"env.seed must be an int"),
+        (dict(invalid_penalty=-0.1), r"env.invalid_penalty must be >= 0"),
+        (dict(invalid_penalty=float("nan")), r"env.invalid_penalty"),
+        (dict(difficulty="hard"), r"env.difficulty must be one of \['easy', 'paper'\], got 'hard'"),
+        (dict(knobs=[1]), r"env.knobs must be a mapping"),
+        (dict(knobs={"rooms": 3}), r"env.knobs has unknown knob\(s\) \['rooms'\]; known: \['num_receptacles'"),
+        (dict(knobs={"num_receptacles": 2}), r"env.knobs.num_receptacles must be an int in \[3, 40\], got 2"),
+        (dict(knobs={"closed_fraction": 1.5}), r"env.knobs.closed_fraction must be a number in \[0, 1\]"),
+        (dict(knobs={"task_types": ["pick_and_place", "juggle"]}), r"env.knobs.task_types must be .* from \["),
+        (dict(knobs={"task_types": []}), r"env.knobs.task_types must be a non-empty list"),
         (
             dict(name="shop", knobs={"catalogue_size": 5}),
-            r"EnvConfig.knobs.catalogue_size must be an int in \[10, 5000\]",
+            r"env.knobs.catalogue_size must be an int in \[10, 5000\]",
         ),
         (
             dict(name="shop", knobs={"instruction_attributes": 3}),
-            r"EnvConfig.knobs.instruction_attributes must be an int in \[0, 2\], got 3",
+            r"env.knobs.instruction_attributes must be an int in \[0, 2\], got 3",
         ),
-        (dict(name="shop", knobs={"max_results": 2}), r"EnvConfig.knobs.max_results must be an int in \[3, 100\]"),
+        (dict(name="shop", knobs={"max_results": 2}), r"env.knobs.max_results must be an int in \[3, 100\]"),
     ],
 )
 def test_bad_values_name_the_field(changes, pattern):
@@ -40,7 +40,7 @@ def test_bad_values_name_the_field(changes, pattern):
 
 
 def test_from_dict_rejects_unknown_keys():
-    with pytest.raises(ValueError, match=r"unknown EnvConfig field\(s\) \['horizn'\]"):
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \[.env.horizn.\]"):
         EnvConfig.from_dict({"name": "shop", "horizn": 15})
     assert EnvConfig.from_dict({"name": "shop", "horizon": 15}) == EnvConfig(name="shop", horizon=15)
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 import pytest
 
 from gaca.tracking.identity import run_key
-from gaca.trainer.config import BACKENDS, BackendConfig
-from gaca.trainer.entry import TRAINERS, ConfigError
+from gaca.backends import BACKENDS
+from gaca.trainer.config import BackendConfig
+from gaca.trainer.entry import ConfigError
 
 from .conftest import PAPER, compose_run
 
 
 def test_every_backend_name_has_a_trainer():
-    assert TRAINERS.names() == sorted(BACKENDS)
+    assert BACKENDS.names() == ["cpu", "verl"]
+    assert all(callable(BACKENDS.get(name)) for name in BACKENDS)
 
 
 def test_cpu_is_the_default_and_its_node_leaves_the_run_key_as_before_backends():

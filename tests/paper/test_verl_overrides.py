@@ -13,7 +13,8 @@ import pytest
 from omegaconf import OmegaConf, open_dict
 
 from gaca.estimators import AdvantageConfig
-from gaca.paper.verl_job import ADV_ESTIMATORS, build_job, hydra_value
+from gaca.estimators.registry import verl_names
+from gaca.paper.verl_job import build_job, hydra_value
 from gaca.tracking.identity import run_key
 
 from .conftest import MODEL, PAPER, compose_run, compose_verl
@@ -91,7 +92,7 @@ def test_every_override_composes_with_verls_own_config_and_reads_back(method, fa
 def test_gacas_verl_plugin_reads_exactly_the_runs_estimator_from_the_composed_config(method, family):
     from gaca.verl import ESTIMATOR_METHODS, plugin_options
 
-    assert ADV_ESTIMATORS == {method: name for name, method in ESTIMATOR_METHODS.items()}
+    assert verl_names() == {method: name for name, method in ESTIMATOR_METHODS.items()}
     run, job = job_for(method, family, "algorithm.gamma=0.9", "env.invalid_penalty=0.2")
     config = composed(job.overrides)
     estimator, rewards = plugin_options(config.algorithm, config.algorithm.adv_estimator)
@@ -168,7 +169,7 @@ def test_verls_typed_configs_accept_the_values(method, family):
     _, job = job_for(method, family)
     config = composed(job.overrides)
     algorithm = omega_conf_to_dataclass(without(config.algorithm, "gaca", "gigpo"))
-    assert (algorithm.adv_estimator, algorithm.gamma) == (ADV_ESTIMATORS[method], 0.95)
+    assert (algorithm.adv_estimator, algorithm.gamma) == (verl_names()[method], 0.95)
     actor = omega_conf_to_dataclass(verl_actor_section(config))
     assert (actor.kl_loss_type, actor.kl_loss_coef, actor.optim.lr, actor.clip_ratio_c) == ("low_var_kl", 0.01, 1e-6, 3.0)
 

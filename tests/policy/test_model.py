@@ -59,7 +59,7 @@ def test_device_resolution():
     assert resolve_device("cpu") == torch.device("cpu")
     assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
     if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match="ModelConfig.device"):
+        with pytest.raises(ValueError, match="model.device"):
             resolve_device("cuda")
 
 

@@ -30,6 +30,12 @@ def _compose_run(*overrides: str):
 
 
 @pytest.fixture
+def tiny_overrides() -> list[str]:
+    """The TINY overrides, for a run through the command line."""
+    return list(TINY)
+
+
+@pytest.fixture
 def compose_run():
     """compose_run(*overrides) -> (RunConfig, resolved dict) of the TINY config plus overrides."""
     return _compose_run

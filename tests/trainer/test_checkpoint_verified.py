@@ -9,7 +9,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from gaca.trainer.checkpoint import MANIFEST, CorruptCheckpoint, checkpoint_folders, load_checkpoint, verify
-from gaca.trainer.loop import Interrupted, train
+from gaca.backends.lifecycle import Stopped
+from gaca.trainer.loop import train
 
 SIX = ("trainer.iterations=6", "trainer.checkpoint_every=2", "algorithm=grpo")
 RESULTS = ("train/success_rate", "loss/policy", "eval/success_rate", "final/eval_success_rate")
@@ -22,7 +23,7 @@ def history(client: MlflowClient, run_id: str) -> dict[str, list[tuple[int, floa
 def killed_after_four(compose_run, output_dir: str):
     """A run stopped after iteration 4: checkpoints iter-00002 and iter-00004 on disk, MLflow run KILLED."""
     run, resolved = compose_run(*SIX, f"output_dir={output_dir}", f"tracking.experiment={output_dir}")
-    with pytest.raises(Interrupted):
+    with pytest.raises(Stopped):
         train(run, resolved, quiet=True, stop_after=4)
     return run, resolved
 

@@ -8,18 +8,19 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from gaca.estimators import AdvantageConfig, AdvantageOutput, compute_advantages
-from gaca.trainer.loop import CRITICALITY_BINS, _histogram_csv, sampled_token_mask, train
-from gaca.trainer.rollout import Episode, Rollouts, StepRows
-from gaca.trainer.signal import (
-    C_LENGTH_CORR,
-    LENGTH_FRAC,
-    MIXED_GROUP_FRAC,
+from gaca.contract import (
+    CRITICALITY_BINS,
+    DIAG_C_LENGTH_CORR as C_LENGTH_CORR,
+    DIAG_LENGTH_FRAC as LENGTH_FRAC,
+    DIAG_MIXED_GROUP_FRAC as MIXED_GROUP_FRAC,
+    DIAG_STEP_EPISODE_CORR as STEP_EPISODE_CORR,
+    DIAG_ZERO_ADV_FRAC as ZERO_ADVANTAGE_FRAC,
     SIGNAL_METRICS,
-    STEP_EPISODE_CORR,
-    ZERO_ADVANTAGE_FRAC,
-    batch_signal,
 )
+from gaca.estimators import AdvantageConfig, AdvantageOutput, compute_advantages
+from gaca.trainer.loop import _histogram_csv, sampled_token_mask, train
+from gaca.trainer.rollout import Episode, Rollouts, StepRows
+from gaca.trainer.signal import batch_signal
 
 
 def test_forced_tokens_never_enter_the_mean_nll():

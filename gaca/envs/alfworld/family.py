@@ -56,13 +56,13 @@ class AlfworldFamily(EnvFamily):
         cls.resolve_knobs(cfg.difficulty, cfg.knobs)
         missing = [name for name in REQUIRED_PACKAGES if importlib.util.find_spec(name) is None]
         if missing:
-            raise ValueError(f"EnvConfig.name=alfworld needs the packages {missing}: {INSTALL_HINT}")
+            raise ValueError(f"env.name=alfworld needs the packages {missing}: {INSTALL_HINT}")
         if cfg.games_dir is not None:
             splits = (TRAIN_SPLIT, cls.resolve_knobs(cfg.difficulty, cfg.knobs).eval_split)
             why = missing_official_games(Path(cfg.games_dir).expanduser(), splits)
             if why is not None:
                 raise ValueError(
-                    f"EnvConfig.games_dir={cfg.games_dir!r} (conf/env/alfworld.yaml reads $ALFWORLD_DATA) {why}: "
+                    f"env.games_dir={cfg.games_dir!r} (conf/env/alfworld.yaml reads $ALFWORLD_DATA) {why}: "
                     "point it at the folder alfworld-download fills, or unset it to play generated games"
                 )
 
@@ -74,7 +74,7 @@ class AlfworldFamily(EnvFamily):
         self.games = GameCache(cache_dir, self.engines.walkthrough)
         if self.games_dir is not None and len(self._eval_games) < cfg.num_eval_tasks:
             raise ValueError(
-                f"EnvConfig.num_eval_tasks={cfg.num_eval_tasks} exceeds the {len(self._eval_games)} playable games "
+                f"env.num_eval_tasks={cfg.num_eval_tasks} exceeds the {len(self._eval_games)} playable games "
                 f"of {self.games_dir}/json_2.1.1/{self.knobs.eval_split} for task types "
                 f"{list(self.knobs.task_types)}; lower it"
             )
@@ -109,7 +109,7 @@ class AlfworldFamily(EnvFamily):
         games = official_games(self.games_dir, TRAIN_SPLIT, self.knobs.task_types)
         if not games:
             raise ValueError(
-                f"EnvConfig.games_dir={self.games_dir}: no playable {TRAIN_SPLIT} game of task types "
+                f"env.games_dir={self.games_dir}: no playable {TRAIN_SPLIT} game of task types "
                 f"{list(self.knobs.task_types)}"
             )
         random.Random(f"alfworld/{self.cfg.seed}").shuffle(games)

@@ -22,7 +22,7 @@ class AlfworldKnobs(HouseholdKnobs):
     def validate(self) -> None:
         super().validate()
         if self.eval_split not in EVAL_SPLITS:
-            raise ValueError(f"EnvConfig.knobs.eval_split must be one of {list(EVAL_SPLITS)}, got {self.eval_split!r}")
+            raise ValueError(f"env.knobs.eval_split must be one of {list(EVAL_SPLITS)}, got {self.eval_split!r}")
 
 
 PRESETS = {

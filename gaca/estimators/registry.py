@@ -1,0 +1,122 @@
+"""The estimators and criticality detectors by name, each with its spec (importable without torch).
+
+A spec says which ``AdvantageConfig`` fields an entry reads and which inputs it needs. Config
+validation (``AdvantageConfig``), the estimator's input checks (``compute_advantages``), run identity
+(``gaca.contract.canonical``) and the analysis's cells read the specs; nothing keeps its own list.
+
+The built-in entries are declared here by import path, so that reading a spec never imports torch.
+A new one is one registered function (in a plugin module, see ``gaca.registry``) plus its YAML::
+
+    @DETECTORS.register("surprise", spec=DetectorSpec(reads=("alpha_c",), needs_nll=True))
+    def surprise(batch, step_return, config): ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from gaca.registry import Registry
+
+EVERY_ESTIMATOR_READS = ("norm", "eps", "conventions")
+"""The group normalisation and the conventions shape every estimator's episode level (Eq. 2)."""
+STEP_LEVEL_READS = ("gamma", "step_weight", "singleton_fallback")
+"""Fields of the step level A^S (Eq. 3) and its weight w."""
+GATE_READS = ("lambda0", "alpha_lambda", "beta_lambda", "detector")
+"""Fields of the gate (Eq. 7); the detector adds its own reads."""
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """What an advantage estimator ``(StepBatch, AdvantageConfig, Conventions) -> AdvantageOutput`` reads."""
+
+    reads: tuple[str, ...]
+    """``AdvantageConfig`` fields its advantages depend on (``method`` aside); the others do not change a run."""
+    needs_anchors: bool
+    """Whether ``compute_advantages`` must be given the anchor observations (step-level groups)."""
+    gated: bool = False
+    """Whether it runs ``config.detector``: the detector's reads and needs then count as its own."""
+    verl_name: str | None = None
+    """Its ``algorithm.adv_estimator`` name in verl (``gaca.verl``); None: not offered to verl."""
+
+
+@dataclass(frozen=True)
+class DetectorSpec:
+    """What a criticality detector ``(StepBatch, step_return, AdvantageConfig) -> c [N]`` reads."""
+
+    reads: tuple[str, ...] = ()
+    """``AdvantageConfig`` fields its c depends on (``seed`` for a random one)."""
+    needs_nll: bool = False
+    """Whether it needs the step NLLs H_t."""
+    constant: bool = False
+    """c = 1 for every step: the gate is then lambda0 everywhere (the fixed two-level estimator)."""
+
+
+ESTIMATORS: Registry = Registry("method")
+"""``algorithm.method`` -> the estimator function, with its ``EstimatorSpec``."""
+DETECTORS: Registry = Registry("detector")
+"""``algorithm.detector`` -> the detector function, with its ``DetectorSpec``."""
+
+# verl's own ``grpo`` keeps its name there: the paper's episode-level GRPO over step rows is ``gaca_grpo``.
+ESTIMATORS.declare(
+    "grpo", "gaca.estimators.core:grpo", EstimatorSpec(EVERY_ESTIMATOR_READS, needs_anchors=False, verl_name="gaca_grpo")
+)
+ESTIMATORS.declare(
+    "gigpo",
+    "gaca.estimators.core:gigpo",
+    EstimatorSpec(EVERY_ESTIMATOR_READS + STEP_LEVEL_READS, needs_anchors=True, verl_name="gigpo"),
+)
+ESTIMATORS.declare(
+    "gaca",
+    "gaca.estimators.core:gaca",
+    EstimatorSpec(EVERY_ESTIMATOR_READS + STEP_LEVEL_READS + GATE_READS, needs_anchors=True, gated=True, verl_name="gaca"),
+)
+DETECTORS.declare("entropy", "gaca.estimators.detectors:entropy_detector", DetectorSpec(("alpha_c",), needs_nll=True))
+DETECTORS.declare("uniform", "gaca.estimators.detectors:uniform_detector", DetectorSpec(constant=True))
+DETECTORS.declare("random", "gaca.estimators.detectors:random_detector", DetectorSpec(("alpha_c", "seed"), needs_nll=True))
+DETECTORS.declare("loo", "gaca.estimators.detectors:leave_one_out_detector", DetectorSpec(("alpha_c",), needs_nll=True))
+
+CONSTANT_GATE: Mapping[str, Any] = {"detector": "uniform", "alpha_lambda": 0.0, "beta_lambda": 0.0, "alpha_c": 1.0}
+"""The one spelling of a gate that is lambda0 everywhere (ESTIMATOR-SPEC, special cases): a constant
+detector, or the modulation off (alpha_lambda = beta_lambda = 0) with any detector."""
+
+
+def needs_nll(algorithm: Mapping[str, Any]) -> bool:
+    """Whether the estimator of ``algorithm`` (a mapping of ``AdvantageConfig`` fields) reads H_t."""
+    spec: EstimatorSpec = ESTIMATORS.spec(algorithm["method"])
+    return spec.gated and DETECTORS.spec(algorithm["detector"]).needs_nll
+
+
+def verl_names() -> dict[str, str]:
+    """``algorithm.method`` -> its ``algorithm.adv_estimator`` name in verl, for every estimator verl is offered."""
+    specs = {method: ESTIMATORS.spec(method) for method in ESTIMATORS}
+    return {method: spec.verl_name for method, spec in specs.items() if spec.verl_name}
+
+
+def constant_gate(algorithm: Mapping[str, Any]) -> bool:
+    """Whether the gate of ``algorithm`` is lambda0 everywhere: a constant detector, or no modulation."""
+    detector: DetectorSpec = DETECTORS.spec(algorithm["detector"])
+    return detector.constant or algorithm.get("alpha_lambda") == algorithm.get("beta_lambda") == 0
+
+
+def read_fields(algorithm: Mapping[str, Any]) -> list[str]:
+    """The ``AdvantageConfig`` fields that the estimator of ``algorithm`` reads, ``method`` first."""
+    spec: EstimatorSpec = ESTIMATORS.spec(algorithm["method"])
+    fields = ["method", *spec.reads]
+    if spec.gated:
+        gate = CONSTANT_GATE if constant_gate(algorithm) else DETECTORS.spec(algorithm["detector"]).reads
+        fields += [field for field in gate if field not in fields]
+    return fields
+
+
+def reads(algorithm: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of ``algorithm`` that its estimator reads (``read_fields``), in one spelling.
+
+    A gate that is lambda0 everywhere reads ``CONSTANT_GATE`` whatever its detector and
+    modulation, so that the uniform control, the lambda0 = 0.5 sweep entry and "modulation 0" are
+    one configuration. Fields absent from ``algorithm`` stay absent.
+    """
+    values = dict(algorithm)
+    if ESTIMATORS.spec(algorithm["method"]).gated and constant_gate(algorithm):
+        values.update(CONSTANT_GATE)
+    return {field: values[field] for field in read_fields(algorithm) if field in values}

@@ -1,0 +1,32 @@
+"""Every dataclass default is the value the composed YAML gives: one default, in two spellings kept equal."""
+
+from dataclasses import asdict
+
+import pytest
+
+from gaca.estimators import AdvantageConfig
+from gaca.trainer.config import BackendConfig, RunConfig, TrackingConfig, TrainerConfig
+from gaca.trainer.entry import compose, resolve
+
+
+@pytest.fixture(scope="module")
+def default():
+    """conf/train.yaml with its own defaults (algorithm=gaca, trainer=default, backend=cpu)."""
+    return resolve(compose([]))
+
+
+def test_the_trainer_tracking_and_backend_defaults_are_the_yaml(default):
+    assert asdict(TrainerConfig()) == default["trainer"]
+    assert asdict(TrackingConfig()) == default["tracking"]
+    assert {key: value for key, value in asdict(BackendConfig()).items() if key in default["backend"]} == default["backend"]
+
+
+def test_the_run_defaults_are_the_yaml(default):
+    fields = RunConfig.__dataclass_fields__
+    for key in ("seed", "block", "output_dir", "resume"):
+        assert fields[key].default == default[key], key
+
+
+@pytest.mark.parametrize("method", ["grpo", "gigpo", "gaca"])
+def test_each_algorithm_file_is_the_estimators_defaults_with_its_method(method):
+    assert resolve(compose([f"algorithm={method}"]))["algorithm"] == AdvantageConfig(method=method).to_dict()
