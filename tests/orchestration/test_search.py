@@ -62,8 +62,9 @@ def test_a_study_prunes_cancels_continues_and_takes_up_a_left_trial(tmp_path: Pa
         value=1.0, intermediate_values={0: 1.0, 10: 1.0, 20: 1.0, 30: 1.0},
     ))
     common = ["--study", "gate-test", "--storage", storage, "--workers", "1", "search.seeds=[0,1]", *TINY]
-    # Long enough to be still running when the pruner says stop, however fast the machine trains.
-    long_iterations = 400
+    # Long enough to be still running when the pruner says stop, however fast the machine trains and
+    # however late a loaded machine starts the other seed's job (400 ran out once under a full suite).
+    long_iterations = 5000
     long_runs = [f"trainer.iterations={long_iterations}", "trainer.eval_every=10"]
 
     prune_early = "search.pruner.n_startup_trials=1"
