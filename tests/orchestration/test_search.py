@@ -78,7 +78,7 @@ def test_a_study_prunes_cancels_continues_and_takes_up_a_left_trial(tmp_path: Pa
     pruned = [run for run in logged_runs(uri) if run.tags.get("gaca.trial") == "1"]
     assert len(pruned) == 2 and all(run.tags["gaca.trial_state"] == "pruned" for run in pruned)
     # Their iterations never ran out. (Their MLflow status is not checked: under the full CI suite a
-    # cancelled run was seen marked FINISHED; open in the session notes.)
+    # cancelled run was seen marked FINISHED.)
     assert all(max(step for step, _ in run.history.get("train/success_rate", [(0, 0)])) < long_iterations for run in pruned)
 
     left = study.ask()  # a trial a dead driver left running: the rerun takes it up
