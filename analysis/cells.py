@@ -25,7 +25,7 @@ from analysis import stats
 from analysis.blocks import (
     ABLATION_ENVIRONMENT, ABLATION_SCALE, ABLATIONS, MAIN, PRESET_KEY, Block, ConfigKey, Variant, canonical_config, setting,
 )
-from analysis.collect import DIAGNOSTIC_METRICS, EVAL_METRIC, FINAL_METRIC, PARAM_PREFIX, run_config
+from analysis.collect import DIAGNOSTIC_METRICS, EVAL_METRIC, FINAL_METRIC, PARAM_PREFIX, auc_by_run, run_config
 
 SELECTIONS = ("final", "best")
 MEASURES = ("final", "auc")
@@ -276,7 +276,7 @@ def results(ledger: pd.DataFrame, outcomes: pd.DataFrame, curves: pd.DataFrame, 
         run_id: frame.groupby("task_id")["success"].mean().astype(float)
         for run_id, frame in outcomes.groupby("run_id")
     }
-    auc = curves.loc[curves["metric"] == EVAL_METRIC].groupby("run_id")["value"].mean()
+    auc = auc_by_run(curves)
     found: dict[CellKey, CellResult] = {}
     for cell, members in runs.groupby("cell", sort=False):
         run_ids = tuple(members["run_id"])

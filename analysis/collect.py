@@ -121,6 +121,11 @@ def _is_missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and value != value)
 
 
+def auc_by_run(curves: pd.DataFrame) -> pd.Series:
+    """Each run's AUC: its mean ``eval/success_rate`` over its evaluations (``load_curves`` frame)."""
+    return curves.loc[curves["metric"] == EVAL_METRIC].groupby("run_id")["value"].mean()
+
+
 def load_curves(client: MlflowClient, run_ids: Sequence[str], metrics: Sequence[str] = CURVE_METRICS) -> pd.DataFrame:
     """Metric histories of ``run_ids`` as a tidy frame ``run_id, metric, step, value``.
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pandas as pd
 from scipy import stats
 
-from analysis.collect import EVAL_METRIC, PARAM_PREFIX, load_curves, load_runs, resolve_tracking_uri
+from analysis.collect import EVAL_METRIC, PARAM_PREFIX, auc_by_run, load_curves, load_runs, resolve_tracking_uri
 
 MEASURES = {"final": "final held-out success", "auc": "AUC (mean held-out success over the run's evaluations)"}
 
@@ -60,8 +60,7 @@ def select(runs: pd.DataFrame, block: str, by: str, where: dict[str, float], mea
 def with_auc(runs: pd.DataFrame, curves: pd.DataFrame) -> pd.DataFrame:
     """``runs`` with an ``auc`` column: each run's mean ``eval/success_rate`` over its evaluations
     (``collect.load_curves`` frame; NaN for a run without evaluations)."""
-    auc = curves.loc[curves["metric"] == EVAL_METRIC].groupby("run_id")["value"].mean()
-    return runs.assign(auc=runs["run_id"].map(auc).astype(float))
+    return runs.assign(auc=runs["run_id"].map(auc_by_run(curves)).astype(float))
 
 
 def sensitivity(table: pd.DataFrame) -> Sensitivity:

@@ -21,7 +21,7 @@ from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
 from gaca import contract
-from gaca.contract import flatten
+from gaca.contract import flatten, set_dotted
 from gaca.tracking.identity import run_key
 
 TRAIN_METRICS = tuple(name for name in contract.METRICS if name.split("/")[0] in ("train", "loss", "perf"))
@@ -86,11 +86,7 @@ class SyntheticRun:
             **self.overrides,
         }
         for key, value in overrides.items():
-            *parents, leaf = key.split(".")
-            node = config
-            for parent in parents:
-                node = node.setdefault(parent, {})
-            node[leaf] = value
+            set_dotted(config, key, value)
         return config
 
     def params(self) -> dict[str, str]:

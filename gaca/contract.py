@@ -172,12 +172,17 @@ def unflatten(params: Mapping[str, object]) -> dict[str, Any]:
     """Dotted params -> the nested config, ``{"trainer.lr": 0.001}`` -> ``{"trainer": {"lr": 0.001}}``."""
     nested: dict[str, Any] = {}
     for key, value in params.items():
-        *parents, leaf = key.split(".")
-        node = nested
-        for parent in parents:
-            node = node.setdefault(parent, {})
-        node[leaf] = value
+        set_dotted(nested, key, value)
     return nested
+
+
+def set_dotted(config: dict[str, Any], key: str, value: object) -> None:
+    """Set ``config["trainer"]["lr"] = value`` for ``key = "trainer.lr"``, creating missing levels."""
+    *parents, leaf = key.split(".")
+    node = config
+    for parent in parents:
+        node = node.setdefault(parent, {})
+    node[leaf] = value
 
 
 def parse_param(text: str | None) -> object:
