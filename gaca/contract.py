@@ -36,6 +36,7 @@ EVAL_SUCCESS_RATE = "eval/success_rate"
 EVAL_RETURN_MEAN = "eval/return_mean"
 EVAL_EPISODE_LENGTH = "eval/episode_length"
 FINAL_EVAL_SUCCESS_RATE = "final/eval_success_rate"
+INIT_PRIOR_ACCURACY = "init/prior_accuracy"
 DIAG_CRITICALITY_STD = "diag/criticality_std"
 DIAG_LAMBDA_MEAN = "diag/lambda_mean"
 DIAG_LAMBDA_STD = "diag/lambda_std"
@@ -70,6 +71,10 @@ METRICS: Mapping[str, str] = {
     EVAL_RETURN_MEAN: "mean return of the held-out episodes",
     EVAL_EPISODE_LENGTH: "mean length of the held-out episodes",
     FINAL_EVAL_SUCCESS_RATE: "the evaluation success after the last iteration (step = iterations)",
+    INIT_PRIOR_ACCURACY: (
+        "the starting policy's mean probability of the right option at the family's prior choices of the "
+        "held-out tasks, lowest over pivots (step 0; families with a prior stage only)"
+    ),
     DIAG_CRITICALITY_STD: "std of c over the batch: the criticality spread (gated estimators)",
     DIAG_LAMBDA_MEAN: "mean of the gate lambda (gated estimators)",
     DIAG_LAMBDA_STD: "std of the gate lambda (gated estimators)",

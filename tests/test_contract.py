@@ -16,7 +16,7 @@ def test_the_contract_identity_and_the_analysis_grid_import_without_torch():
 
 
 def test_every_metric_and_tag_is_prefixed_and_explained():
-    assert all(name.split("/")[0] in ("train", "loss", "eval", "final", "diag", "perf") for name in contract.METRICS)
+    assert all(name.split("/")[0] in ("train", "loss", "eval", "final", "init", "diag", "perf") for name in contract.METRICS)
     assert all(meaning for meaning in contract.METRICS.values())
     assert all(name.startswith("gaca.") and meaning for name, meaning in contract.TAGS.items())
     assert set(contract.DIAGNOSTIC_METRICS + contract.SIGNAL_METRICS + contract.EVAL_METRICS) <= set(contract.METRICS)

@@ -20,6 +20,7 @@ TESTBEDS: dict[str, list[str]] = {
     "household": ["env=household", "trainer.eval_episodes_per_task=1"],
     "errand-hidden": ["env.knobs.show_held=0"],
     "errand-chance": ["env.knobs.prior_accuracy=0"],
+    "errand-one-end": ["env.knobs.num_goals=1"],
     "errand": [],
 }
 """Testbed name -> overrides on the composed defaults: household is the earlier CPU default of the
@@ -27,9 +28,10 @@ ablations (horizon 20, constrained decoding over admissible commands only, one e
 per task); errand is the ablation default; errand-hidden is errand with the carried object shown
 only by "inventory" (as in ALFWorld), the variant it was chosen over; errand-chance is errand whose
 base policy chooses at chance (no prior stage), on which RL does not learn the choice within the
-budget (docs/testbed.md)."""
+budget; errand-one-end is errand whose route ends at the goal (one pivot, not two) (docs/testbed.md)."""
 
 PROPERTIES = (
+    ("prior: right at the pivots", contract.INIT_PRIOR_ACCURACY),
     ("success rate", contract.TRAIN_SUCCESS_RATE),
     ("invalid-action rate", contract.TRAIN_INVALID_ACTION_RATE),
     ("episode length / horizon", contract.DIAG_LENGTH_FRAC),
@@ -59,6 +61,9 @@ def measure(name: str, overrides: list[str]) -> dict[str, tuple[float | None, fl
             if not history:
                 values[key] = (None, None)
                 continue
+            if history[-1].step == 0:  # a property of the starting policy alone
+                values[key] = (history[0].value, None)
+                continue
             first = history[0].value if history[0].step == 1 else None
             values[key] = (first, statistics.fmean(m.value for m in history[-LAST:]))
         return values
@@ -81,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     def cell(value: float | None) -> str:
         return f"{value:>9.3f}" if value is not None else f"{'-':>9}"
 
-    print(f"start = iteration 1 (the behaviour clone's batch), trained = mean of the last {LAST} iterations")
+    print(f"start = iteration 1 (the behaviour clone's batch; the prior row: step 0), trained = mean of the last {LAST} iterations")
     print(f"{'property':<28}" + "".join(f" {name[:19]:>19}" for name in names))
     print(f"{'':<28}" + "".join(f" {'start':>9} {'trained':>9}" for _ in names))
     for label, key in PROPERTIES:

@@ -6,7 +6,7 @@ alfworld (ALFWorld's games on its real engine, with the `alfworld` extra).
 """
 
 from gaca.envs import alfworld, errand, household, shop  # noqa: F401  (registers the families)
-from gaca.envs.base import Env, EnvFamily, Observation, StepResult
+from gaca.envs.base import Env, EnvFamily, Observation, PriorChoice, StepResult
 from gaca.envs.config import EnvConfig
 from gaca.envs.families import FAMILIES, make_family
 from gaca.envs.text import words
@@ -18,6 +18,7 @@ __all__ = [
     "EnvConfig",
     "EnvFamily",
     "Observation",
+    "PriorChoice",
     "StepResult",
     "VectorEnv",
     "make_family",

@@ -14,6 +14,8 @@ from gaca.envs.knobs import resolve_knobs
 
 MAX_REDRAWS = 1000
 """Draws of a training task before giving up on finding one that is not an evaluation task."""
+PRIOR_REPEATS = 4
+"""Labelled examples per prior choice in the base policy's prior stage (``EnvFamily.prior_demonstrations``)."""
 
 
 @dataclass(slots=True)
@@ -32,6 +34,20 @@ class Observation:
     """Well-formed commands an agent may write now: the admissible ones plus invalid ones (which cost the
     invalid penalty and change nothing), in a deterministic order; constrained decoding chooses among
     them. None: the admissible commands only."""
+
+
+@dataclass(frozen=True)
+class PriorChoice:
+    """One decision of a task at which the base policy gets a prior (``EnvFamily.prior_choices``)."""
+
+    task_id: int
+    pivot: str
+    """Which decision of the task (errand: "object", "end")."""
+    observation: Observation
+    history: tuple[tuple[str, str], ...]
+    """(observation text, action) pairs before it, oldest first, as a rollout's prompt shows them."""
+    right: str
+    wrong: tuple[str, ...]
 
 
 @dataclass(slots=True)
@@ -85,11 +101,27 @@ class EnvFamily(ABC):
     knob_presets: ClassVar[Mapping[str, Any]]
     """Difficulty name -> knob dataclass instance."""
 
-    def prior_demonstrations(self) -> list[tuple[Observation, str]]:
-        """(first observation, action) pairs on training tasks that give the behaviour clone a task-reading
-        prior, as an instruct model brings one; empty (no prior stage) unless the family defines them
-        (errand: knob ``prior_accuracy``)."""
+    prior_accuracy: float = 0.0
+    """How often the base policy is to be right at ``prior_choices`` (0: no prior stage)."""
+
+    def prior_choices(self, task_ids: Iterable[int]) -> list[PriorChoice]:
+        """The decisions of ``task_ids`` at which the behaviour clone gets a task-reading prior, as an
+        instruct model brings one; empty (no prior stage) unless the family defines them (errand)."""
         return []
+
+    def prior_demonstrations(self) -> list[tuple[PriorChoice, str]]:
+        """``PRIOR_REPEATS`` labelled examples of every prior choice of the training tasks: the right
+        option with probability ``prior_accuracy``, else a wrong one. Labels are drawn afresh for every
+        repeat (from the env seed, task, pivot and repeat), so the clone learns to read the task and to
+        be right about that often, not which task had which label."""
+        if self.prior_accuracy == 0:
+            return []
+        demos = []
+        for choice in self.prior_choices(self.train_task_ids):
+            for repeat in range(PRIOR_REPEATS):
+                rng = random.Random(f"{self.cfg.name}-prior/{self.cfg.seed}/{choice.task_id}/{choice.pivot}/{repeat}")
+                demos.append((choice, choice.right if rng.random() < self.prior_accuracy else rng.choice(choice.wrong)))
+        return demos
 
     def __init__(self, cfg: EnvConfig) -> None:
         self.cfg = cfg

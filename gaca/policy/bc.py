@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence, TypeVar
 
+import numpy as np
 import torch
 
 from gaca.policy.config import ModelConfig
@@ -98,13 +99,18 @@ def behaviour_clone(
     lr: float,
     batch_size: int,
     seed: int,
+    *,
+    more: Callable[[], bool] | None = None,
+    more_steps: int = 250,
+    max_steps: int = 0,
 ) -> list[float]:
     """Train ``policy.model`` in place by cross-entropy on the action tokens (eos included) of ``demos``.
 
     The loss is the mean negative log-likelihood per action token under the full-vocabulary
     distribution (prompt tokens carry no loss), minimised with AdamW and gradient clipping at 1 over
-    ``steps`` mini-batches of ``batch_size`` drawn by shuffled epochs from ``seed``. Returns the loss of
-    every step.
+    ``steps`` mini-batches of ``batch_size`` drawn by shuffled epochs from ``seed``. With ``more``,
+    training goes on by ``more_steps`` (same optimizer, same stream of batches) while ``more()`` says
+    so, up to ``max_steps`` in all. Returns the loss of every step.
     """
     if not demos:
         raise ValueError("behaviour cloning needs at least one demonstration")
@@ -115,8 +121,12 @@ def behaviour_clone(
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=lr, weight_decay=0.0)
     generator = torch.Generator().manual_seed(seed)
     order: list[int] = []
-    losses = []
-    for _ in range(steps):
+    losses: list[float] = []
+    while True:
+        if len(losses) == steps:
+            if more is None or steps >= max_steps or not more():
+                return losses
+            steps = min(steps + more_steps, max_steps)
         if len(order) < batch_size:
             order.extend(torch.randperm(len(demos), generator=generator).tolist())
         batch, order = order[:batch_size], order[batch_size:]
@@ -129,7 +139,28 @@ def behaviour_clone(
         torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
         optimizer.step()
         losses.append(loss.item())
-    return losses
+
+
+def choice_probabilities(policy: Policy, prompts: Sequence[str], options: Sequence[Sequence[str]], chunk: int = 512) -> np.ndarray:
+    """[len(prompts)] the probability of each prompt's first option among its options: the softmax of
+    the options' full-vocabulary sequence log-probs (eos included), the choice a sampler makes when it
+    writes one of them."""
+    pairs = [(i, option) for i, row in enumerate(options) for option in row]
+    prompt_ids = policy.encode_prompts(list(prompts))
+    response_ids = policy.encode_actions([option for _, option in pairs])
+    scores = torch.empty(len(pairs))
+    with torch.no_grad():
+        for begin in range(0, len(pairs), chunk):
+            rows = range(begin, min(begin + chunk, len(pairs)))
+            logprobs, _, mask = sequence_logprobs(
+                policy.model, [prompt_ids[pairs[r][0]] for r in rows], [response_ids[r] for r in rows]
+            )
+            scores[begin : begin + len(rows)] = (logprobs * mask).sum(1)
+    result, offset = np.empty(len(prompts)), 0
+    for i, row in enumerate(options):
+        result[i] = torch.softmax(scores[offset : offset + len(row)], 0)[0].item()
+        offset += len(row)
+    return result
 
 
 def bc_cache_key(config: Mapping[str, Any]) -> str:

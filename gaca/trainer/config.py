@@ -36,6 +36,10 @@ class BehaviourCloningConfig:
     skip the stage."""
     prior_lr: float = 1e-3
     """AdamW learning rate of the prior stage."""
+    prior_max_steps: int = 4000
+    """The prior stage goes on by 250 updates while the clone is right less often than the family's
+    ``prior_accuracy`` minus 0.05 at some pivot (mean probability of the right option on 256 training
+    tasks), up to this many updates in all; at or below ``prior_steps``: exactly ``prior_steps``."""
 
     def __post_init__(self) -> None:
         check_int("trainer.bc.episodes", self.episodes, 1)
@@ -44,6 +48,7 @@ class BehaviourCloningConfig:
         check_number("trainer.bc.lr", self.lr, 0.0, 1.0, "in (0, 1]", low_open=True)
         check_int("trainer.bc.batch_size", self.batch_size, 1)
         check_int("trainer.bc.prior_steps", self.prior_steps, 0)
+        check_int("trainer.bc.prior_max_steps", self.prior_max_steps, 0)
         check_number("trainer.bc.prior_lr", self.prior_lr, 0.0, 1.0, "in (0, 1]", low_open=True)
 
 

@@ -22,9 +22,9 @@ import torch
 from gaca import contract
 from gaca.backends.lifecycle import OpenRun, Stopped, finishing, open_or_skip
 from gaca.backends.result import TrainResult
-from gaca.envs import EnvFamily, make_family
+from gaca.envs import EnvFamily, PriorChoice, make_family
 from gaca.estimators import AdvantageOutput, compute_advantages, mean_token_nll
-from gaca.policy.bc import behaviour_clone, cached_policy, collect_demos
+from gaca.policy.bc import behaviour_clone, cached_policy, choice_probabilities, collect_demos
 from gaca.policy.prompt import observation_prompt
 from gaca.policy.model import Policy
 from gaca.trainer.checkpoint import load_checkpoint, save_checkpoint
@@ -37,6 +37,10 @@ from gaca.trainer.signal import batch_signal
 from gaca.tracking.run import RunLogger
 
 PURPOSE_TASKS, PURPOSE_ROLLOUT, PURPOSE_UPDATE, PURPOSE_EVAL = 1, 2, 3, 4
+PRIOR_CHECK_TASKS = 256
+"""Training tasks whose prior choices decide whether the prior stage goes on (``trainer.bc.prior_max_steps``)."""
+PRIOR_TOLERANCE = 0.05
+"""The prior stage stops once every pivot is right at least ``prior_accuracy`` minus this."""
 
 
 def seed_for(seed: int, iteration: int, purpose: int) -> int:
@@ -61,11 +65,36 @@ def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy
         behaviour_clone(policy, demos, bc.steps, bc.lr, bc.batch_size, run.seed)
         prior = family.prior_demonstrations() if bc.prior_steps else []
         if prior:  # the walk's demonstrations stay in the data: trained on first actions alone, the clone forgets the walk
-            prompts = [(observation_prompt(observation, [], run.model), action) for observation, action in prior]
-            behaviour_clone(policy, prompts + demos, bc.prior_steps, bc.prior_lr, bc.batch_size, run.seed)
+            prompts = [(choice_prompt(choice, run), action) for choice, action in prior]
+            check = family.prior_choices(family.train_task_ids[:PRIOR_CHECK_TASKS])
+            losses = behaviour_clone(
+                policy, prompts + demos, bc.prior_steps, bc.prior_lr, bc.batch_size, run.seed,
+                more=lambda: prior_accuracy(policy, check, run) < family.prior_accuracy - PRIOR_TOLERANCE,
+                max_steps=bc.prior_max_steps,
+            )
+            reached = prior_accuracy(policy, check, run)
+            print(
+                f"gaca train: prior stage: {len(losses)} updates, right {reached:.2f} of the time at the weakest pivot "
+                f"(target {family.prior_accuracy:.2f})",
+                file=sys.stderr,
+            )
         return policy
 
     return cached_policy(cache_dir, key, build)
+
+
+def choice_prompt(choice: PriorChoice, run: RunConfig) -> str:
+    return observation_prompt(choice.observation, list(choice.history), run.model)
+
+
+def prior_accuracy(policy: Policy, choices: list[PriorChoice], run: RunConfig) -> float:
+    """How often ``policy`` is right at ``choices``: the mean probability of the right option among the
+    choice's options, lowest over the pivots (errand: the object, the end of the route)."""
+    probabilities = choice_probabilities(
+        policy, [choice_prompt(c, run) for c in choices], [(c.right, *c.wrong) for c in choices]
+    )
+    pivots = sorted({c.pivot for c in choices})
+    return min(float(np.mean([p for p, c in zip(probabilities, choices) if c.pivot == pivot])) for pivot in pivots)
 
 
 def evaluate(policy: Policy, family: EnvFamily, run: RunConfig, iteration: int) -> Rollouts:
@@ -245,7 +274,11 @@ def _train(run: RunConfig, opened: OpenRun, quiet: bool | None, stop_after: int 
     try:
         if start == 0:
             evaluation = evaluate(policy, family, run, 0)
-            logger.log_metrics(eval_metrics(evaluation), step=0)
+            metrics = eval_metrics(evaluation)
+            if family.prior_accuracy > 0:
+                choices = family.prior_choices(list(family.eval_task_ids)[: trainer.num_eval_tasks or None])
+                metrics[contract.INIT_PRIOR_ACCURACY] = prior_accuracy(policy, choices, run)
+            logger.log_metrics(metrics, step=0)
             log_evaluation(logger, evaluation, 0)
             curve.append((0, evaluation.success_rate))
             final_success = evaluation.success_rate

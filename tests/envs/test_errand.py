@@ -99,9 +99,10 @@ def test_tasks_are_fixed_by_the_config_and_the_house_is_shared():
     assert errand(route_length=5).task(300).route != a.route[:4]
 
 
-def test_the_demonstrator_walks_like_the_expert_but_chooses_at_chance():
-    family = errand()
-    chosen, won = [], []
+@pytest.mark.parametrize("num_goals", [1, 3])
+def test_the_demonstrator_walks_like_the_expert_but_chooses_at_chance(num_goals):
+    family = errand(num_goals=num_goals)
+    chosen, won, ends = [], [], []
     for task_id in family.train_task_ids[:300]:
         env = family.make(task_id)
         env.reset()
@@ -111,26 +112,90 @@ def test_the_demonstrator_walks_like_the_expert_but_chooses_at_chance():
             trajectory.append((action := env.demonstration_action(), env.step(action)))
         assert len(trajectory) == len(task.route) + 3
         chosen.append(trajectory[0][0])
+        ends.append(trajectory[-2][0] == f"go to {task.goal}")
         won.append(trajectory[-1][1].won)
-    assert 0.25 < sum(won) / len(won) < 0.42  # one of three objects, drawn uniformly per task
+    rate = 1 / 3 / num_goals  # one of three objects and one of num_goals ends, drawn uniformly per task
+    assert abs(sum(won) / len(won) - rate) < 0.08
+    assert abs(sum(ends) / len(ends) - 1 / num_goals) < 0.1
     assert len(set(chosen)) > 50
 
 
-def test_prior_demonstrations_name_the_target_as_often_as_prior_accuracy_says():
-    family = errand(prior_accuracy=0.5)
+@pytest.mark.parametrize("num_goals", [1, 3])
+def test_prior_demonstrations_are_right_as_often_as_prior_accuracy_says(num_goals):
+    family = errand(prior_accuracy=0.5, num_goals=num_goals)
     demos = family.prior_demonstrations()
-    assert len(demos) == 4 * len(family.train_task_ids)
-    hits = []
-    for observation, action in demos:
-        assert action in observation.admissible and action.startswith("take ")
-        task_type = observation.task.split(" put a ")[1].split()[0]
-        hits.append(action.split()[1] == task_type)
-    assert abs(sum(hits) / len(hits) - 0.5) < 0.03  # 4096 draws: 3 points is over 3.5 standard errors
-    per_task = [hits[k : k + 4] for k in range(0, len(hits), 4)]
-    assert any(len(set(labels)) > 1 for labels in per_task)  # labels are drawn afresh per repeat
+    pivots = ["object"] if num_goals == 1 else ["object", "end"]
+    assert len(demos) == 4 * len(pivots) * len(family.train_task_ids)
+    for pivot in pivots:
+        hits = []
+        for choice, action in (d for d in demos if d[0].pivot == pivot):
+            assert action in choice.observation.admissible and action in (choice.right, *choice.wrong)
+            assert action.startswith("take " if pivot == "object" else "go to ")
+            named = choice.observation.task.split(" put a ")[1].split()
+            assert choice.right.split()[1 if pivot == "object" else 2] == named[0 if pivot == "object" else 2]
+            hits.append(action == choice.right)
+        assert abs(sum(hits) / len(hits) - 0.5) < 0.03  # 4096 draws: 3 points is over 3.5 standard errors
+        per_task = [hits[k : k + 4] for k in range(0, len(hits), 4)]
+        assert any(len(set(labels)) > 1 for labels in per_task)  # labels are drawn afresh per repeat
     assert family.prior_demonstrations() == demos  # deterministic
     assert errand(prior_accuracy=0.0).prior_demonstrations() == []
-    assert all(a.split()[1] == o.task.split(" put a ")[1].split()[0] for o, a in errand(prior_accuracy=1.0).prior_demonstrations())
+    assert all(a == c.right for c, a in errand(prior_accuracy=1.0, num_goals=num_goals).prior_demonstrations())
+
+
+def test_the_end_choice_is_shown_with_the_history_a_rollout_prompt_has():
+    family = errand(prior_accuracy=0.5, num_goals=3)
+    task_id = family.train_task_ids[5]
+    end = next(c for c in family.prior_choices([task_id]) if c.pivot == "end")
+    env = family.make(task_id)
+    observation = env.reset()
+    for seen, action in end.history:
+        assert seen == observation.text
+        observation = env.step(action).observation
+    assert observation == end.observation and len(end.history) == 1 + len(family.task(task_id).route)
+    assert "the way on leads to" in observation.text and all(e in observation.text for e in family.task(task_id).ends)
+
+
+def test_a_second_pivot_decides_where_the_route_ends():
+    family = errand(num_goals=3)
+    for task_id in [*family.eval_task_ids[:10], *family.train_task_ids[:10]]:
+        task = family.task(task_id)
+        assert len(task.ends) == 3 and task.goal in task.ends and len({e.split()[0] for e in task.ends}) == 3
+        assert task.start not in task.ends
+        target = next(o for o in task.objects if o.split()[0] == task.target_type)
+        for end in task.ends:
+            env = family.make(task_id)
+            env.reset()
+            env.step(f"take {target} from {task.start}")
+            for stop in task.route:
+                assert not env.step(f"go to {stop}").done
+            arrived = env.step(f"go to {end}")
+            assert not arrived.done and f"go to {task.route[-1]}" in arrived.observation.admissible
+            last = env.step(f"put {target} in/on {end}")
+            assert last.done and last.won == (end == task.goal) and last.reward == float(end == task.goal)
+        assert play(family.make(task_id), expert_chooser)[-1][1].won
+
+
+def test_the_expert_comes_back_from_a_wrong_end():
+    family = errand(num_goals=3)
+    task = family.task(11)
+    env = family.make(11)
+    env.reset()
+    target = next(o for o in task.objects if o.split()[0] == task.target_type)
+    env.step(f"take {target} from {task.start}")
+    for stop in task.route:
+        env.step(f"go to {stop}")
+    env.step(f"go to {next(e for e in task.ends if e != task.goal)}")
+    steps = []
+    while not env.done:
+        steps.append(env.step(action := env.expert_action()))
+    assert steps[-1].won and len(steps) == 3  # back to the last stop, on to the goal, put
+
+
+def test_one_end_keeps_the_tasks_of_the_one_pivot_errand():
+    one, three = errand(num_goals=1), errand(num_goals=3)
+    for task_id in range(20):
+        a, b = one.task(task_id), three.task(task_id)
+        assert a.ends == (a.goal,) and (a.objects, a.start, a.goal, a.route) == (b.objects, b.start, b.goal, b.route)
 
 
 def test_prior_accuracy_is_validated_by_name():

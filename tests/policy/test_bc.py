@@ -10,6 +10,7 @@ from gaca.policy.bc import (
     bc_cache_key,
     behaviour_clone,
     cached_policy,
+    choice_probabilities,
     collect_demos,
     load_cached_policy,
     save_cached_policy,
@@ -74,6 +75,43 @@ class CountingEnv:
 
     def expert_action(self) -> str:
         return "step forward"
+
+
+def test_cloning_goes_on_while_more_says_so_up_to_max_steps(make_policy):
+    prompts = [build_prompt(f"say {target}", "you are in the kitchen .", [], None, 2) for target in TARGETS]
+    demos = list(zip(prompts, TARGETS))
+    asked = []
+
+    def more(answers=iter([True, True, False])):
+        asked.append(1)
+        return next(answers)
+
+    losses = behaviour_clone(make_policy(seed=1), demos, steps=10, lr=1e-2, batch_size=4, seed=0, more=more, more_steps=5, max_steps=100)
+    assert len(losses) == 20 and len(asked) == 3
+    capped = behaviour_clone(make_policy(seed=1), demos, steps=10, lr=1e-2, batch_size=4, seed=0, more=lambda: True, more_steps=5, max_steps=17)
+    assert len(capped) == 17
+    assert capped[:10] == behaviour_clone(make_policy(seed=1), demos, steps=10, lr=1e-2, batch_size=4, seed=0)  # same first steps
+    assert len(behaviour_clone(make_policy(seed=1), demos, steps=10, lr=1e-2, batch_size=4, seed=0, more=lambda: True, max_steps=0)) == 10
+
+
+def test_choice_probabilities_are_the_softmax_of_the_options_sequence_logprobs(make_policy):
+    policy = make_policy(decoding="free", seed=1)
+    prompts = [build_prompt(f"say {target}", "you are in the kitchen .", [], None, 2) for target in TARGETS[:3]]
+    options = [(TARGETS[0], TARGETS[1]), (TARGETS[1], TARGETS[0]), (TARGETS[2], TARGETS[3], TARGETS[4])]
+    p = choice_probabilities(policy, prompts, options, chunk=2)
+    with torch.no_grad():
+        from gaca.policy.logprobs import sequence_logprobs
+
+        def score(prompt, option):
+            lp, _, mask = sequence_logprobs(policy.model, policy.encode_prompts([prompt]), policy.encode_actions([option]))
+            return float((lp * mask).sum())
+
+    for i, row in enumerate(options):
+        scores = torch.tensor([score(prompts[i], o) for o in row])
+        assert p[i] == pytest.approx(float(torch.softmax(scores, 0)[0]), abs=1e-5)
+    cloned = make_policy(decoding="free", seed=1)
+    behaviour_clone(cloned, list(zip(prompts, TARGETS[:3])) * 4, steps=60, lr=1e-2, batch_size=12, seed=0)
+    assert (choice_probabilities(cloned, prompts, options) > 0.9).all()
 
 
 def test_expert_demos_follow_the_expert_with_history():

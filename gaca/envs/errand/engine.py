@@ -1,4 +1,5 @@
-"""One errand episode: take one of the objects at the start, walk the route, put it at the goal."""
+"""One errand episode: take one of the objects at the start, walk the route, choose where it ends, put the
+object there."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ class ErrandEnv(Env):
     """The walk of a pivotal choice: the object taken at step 1 decides, many routine steps later, whether
     the final "put" wins. A wrong object can be carried back and exchanged, at the price of the walk.
 
-    State: ``position`` (0 start, 1..L route, L + 1 goal), ``side`` (index of the dead end the agent
-    stands at, -1 for none), ``held`` (object index, -1 for none) and whether each object still lies
-    at the start. An observation depends only on the command just taken and the state it led to,
+    State: ``position`` (0 start, 1..L route, L + 1 an end of the route), ``side`` (index of the dead
+    end the agent stands at, -1 for none), ``end`` (which of ``task.ends`` it stands at when at L + 1),
+    ``held`` (object index, -1 for none) and whether each object still lies at the start. With one end
+    the route ends at the goal; with more, the last stop leads to all of them and only the goal wins. An observation depends only on the command just taken and the state it led to,
     so rollouts of one task that meet in the same situation share an anchor.
     """
 
@@ -32,10 +34,12 @@ class ErrandEnv(Env):
         self.places = (task.start, *task.route, task.goal)
         self.goal_position = len(self.places) - 1
         self.target = next(o for o, name in enumerate(task.objects) if name.split()[0] == task.target_type)
+        self.goal_end = task.ends.index(task.goal)
 
     def reset(self) -> Observation:
         self.position = START
         self.side = -1
+        self.end = self.goal_end
         self.held = -1
         self.at_start = [True] * len(self.task.objects)
         self.steps = 0
@@ -57,7 +61,7 @@ class ErrandEnv(Env):
             return StepResult(self.observation, -self.invalid_penalty, self.done, False, True)
         handler, argument = command
         text, ended = handler(self, argument)
-        won = ended and self.held_target_placed
+        won = ended and self.placed_right
         self._observe(text)
         self.done = ended or self.steps >= self.horizon
         return StepResult(self.observation, 1.0 if won else 0.0, self.done, won, False, 1.0 if won else 0.0)
@@ -66,6 +70,8 @@ class ErrandEnv(Env):
         """Exchange a wrong object at the start, walk on with the target, put it at the goal."""
         if self.side >= 0:
             return commands.go_to(self.places[self.position])
+        if self.position == self.goal_position and self.end != self.goal_end:
+            return commands.go_to(self.places[self.position - 1])
         carrying_target = self.held == self.target
         if self.position == START:
             if carrying_target:
@@ -79,19 +85,25 @@ class ErrandEnv(Env):
         return commands.go_to(self.places[self.position + step])
 
     def demonstration_action(self) -> str:
-        """What the base policy is cloned from: the expert's walk, but the object taken at the start is
-        drawn uniformly (fixed per task), and whatever is carried is delivered. The clone walks well and
-        chooses at chance: learning the pivotal choice is left to RL."""
+        """What the base policy is cloned from: the expert's walk, but the object taken at the start and the
+        end of the route gone to are drawn uniformly (fixed per task), and whatever is carried is put
+        wherever the walk ends. The clone walks well and chooses at chance at both pivots: learning them
+        is left to RL (and to the prior stage, ``prior_choices``)."""
         if self.position == START and self.side < 0 and self.held < 0:
             lying = [o for o in range(len(self.task.objects)) if self.at_start[o]]
             chosen = lying[random.Random(f"errand-demo/{self.task_id}").randrange(len(lying))]
             return commands.take(self.task.objects[chosen], self.task.start)
-        if self.held < 0 or self.held == self.target:
+        if self.held < 0:
             return self.expert_action()
         if self.side >= 0:
             return commands.go_to(self.places[self.position])
         if self.position == self.goal_position:
-            return commands.put(self.task.objects[self.held], self.task.goal)
+            return commands.put(self.task.objects[self.held], self.task.ends[self.end])
+        if self.position == self.goal_position - 1:
+            ends = self.task.ends
+            return commands.go_to(ends[random.Random(f"errand-demo-end/{self.task_id}").randrange(len(ends))])
+        if self.held == self.target:
+            return self.expert_action()
         return commands.go_to(self.places[self.position + 1])
 
     # -- what the agent sees and may do ----------------------------------------------------------
@@ -104,8 +116,11 @@ class ErrandEnv(Env):
         else:
             if here > START:
                 admissible[commands.go_to(self.places[here - 1])] = (ErrandEnv._go_to, (here - 1, -1))
-            if here < self.goal_position:
+            if here < self.goal_position - 1:
                 admissible[commands.go_to(self.places[here + 1])] = (ErrandEnv._go_to, (here + 1, -1))
+            if here == self.goal_position - 1:
+                for e, end in enumerate(task.ends):
+                    admissible[commands.go_to(end)] = (ErrandEnv._go_to_end, e)
             if START < here < self.goal_position:
                 for j, side in enumerate(task.sides[here - 1]):
                     admissible[commands.go_to(side)] = (ErrandEnv._go_to, (here, j))
@@ -117,7 +132,7 @@ class ErrandEnv(Env):
                 else:
                     admissible[commands.put(task.objects[self.held], task.start)] = (ErrandEnv._put_back, 0)
             if here == self.goal_position and self.held >= 0:
-                admissible[commands.put(task.objects[self.held], task.goal)] = (ErrandEnv._put_at_goal, 0)
+                admissible[commands.put(task.objects[self.held], task.ends[self.end])] = (ErrandEnv._put_at_end, 0)
         admissible[commands.examine(self._place())] = (ErrandEnv._examine, 0)
         admissible[commands.INVENTORY] = (ErrandEnv._inventory, 0)
         admissible[commands.LOOK] = (ErrandEnv._look, 0)
@@ -141,6 +156,8 @@ class ErrandEnv(Env):
     def _place(self) -> str:
         if self.side >= 0:
             return self.task.sides[self.position - 1][self.side]
+        if self.position == self.goal_position:
+            return self.task.ends[self.end]
         return self.places[self.position]
 
     def _description(self) -> str:
@@ -152,7 +169,8 @@ class ErrandEnv(Env):
         if self.position == START:
             lying = [n for o, n in enumerate(self.task.objects) if self.at_start[o]]
             parts.append(f"on the {name} , you see {_listing(lying)} .")
-        parts.append(f"the way on leads to {self.places[self.position + 1]} .")
+        way_on = self.task.ends if self.position == self.goal_position - 1 else (self.places[self.position + 1],)
+        parts.append(f"the way on leads to {' , '.join(way_on)} .")
         if self.show_held and self.position != START:
             parts.append(self._inventory(0)[0])
         return " ".join(parts)
@@ -162,6 +180,10 @@ class ErrandEnv(Env):
     def _go_to(self, where: tuple[int, int]) -> tuple[str, bool]:
         self.position, self.side = where
         return f"you arrive at {self._place()} . {self._description()}", False
+
+    def _go_to_end(self, end: int) -> tuple[str, bool]:
+        self.end = end
+        return self._go_to((self.goal_position, -1))
 
     def _take(self, obj: int) -> tuple[str, bool]:
         self.held = obj
@@ -173,9 +195,9 @@ class ErrandEnv(Env):
         self.at_start[obj] = True
         return f"you put the {self.task.objects[obj]} in/on the {self.task.start} .", False
 
-    def _put_at_goal(self, _: int) -> tuple[str, bool]:
-        self.held_target_placed = self.held == self.target
-        return f"you put the {self.task.objects[self.held]} in/on the {self.task.goal} .", True
+    def _put_at_end(self, _: int) -> tuple[str, bool]:
+        self.placed_right = self.held == self.target and self.end == self.goal_end
+        return f"you put the {self.task.objects[self.held]} in/on the {self.task.ends[self.end]} .", True
 
     def _examine(self, _: int) -> tuple[str, bool]:
         return self._description(), False

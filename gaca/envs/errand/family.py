@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 
-from gaca.envs.base import EnvFamily, Observation
+from gaca.envs.base import EnvFamily, PriorChoice
 from gaca.envs.errand.engine import ErrandEnv
 from gaca.envs.errand.knobs import PRESETS
 from gaca.envs.errand.world import ErrandTask, generate_task, vocabulary_names
@@ -12,9 +13,6 @@ from gaca.envs.household.lexicon import GOAL_TYPES, OBJECT_TYPES
 from gaca.envs.families import FAMILIES
 from gaca.envs.household import commands
 from gaca.envs.text import words
-
-PRIOR_REPEATS = 4
-"""First-action demonstrations per training task in the base policy's prior stage."""
 
 _FIXED_TEXT = (
     "you are at . on the , you see nothing , a , and a . the way on leads to",
@@ -34,23 +32,33 @@ class ErrandFamily(EnvFamily):
     default_horizon = 40
     knob_presets = PRESETS
 
-    def prior_demonstrations(self) -> list[tuple[Observation, str]]:
-        """``PRIOR_REPEATS`` first actions per training task: the target taken with probability
-        ``prior_accuracy``, else one of the look-alikes. Labels are drawn afresh for every repeat, so the
-        clone learns to read the task and to be right about that often, not which task had which label."""
-        accuracy = self.knobs.prior_accuracy
-        if accuracy == 0:
-            return []
-        demos = []
-        for task_id in self.train_task_ids:
+    @property
+    def prior_accuracy(self) -> float:
+        return self.knobs.prior_accuracy
+
+    def prior_choices(self, task_ids: Iterable[int]) -> list[PriorChoice]:
+        """Per task the choice of the object at the start and, with ``num_goals`` > 1, the choice of the
+        route's end, reached by the expert (target in hand), with the history a rollout's prompt shows."""
+        choices = []
+        for task_id in task_ids:
             env = self.make(task_id)
             observation = env.reset()
-            decoys = [o for o in range(len(env.task.objects)) if o != env.target]
-            for repeat in range(PRIOR_REPEATS):
-                rng = random.Random(f"errand-prior/{self.cfg.seed}/{task_id}/{repeat}")
-                chosen = env.target if rng.random() < accuracy else rng.choice(decoys)
-                demos.append((observation, commands.take(env.task.objects[chosen], env.task.start)))
-        return demos
+            objects, start = env.task.objects, env.task.start
+            take = [commands.take(name, start) for name in objects]
+            choices.append(
+                PriorChoice(task_id, "object", observation, (), take[env.target], tuple(a for o, a in enumerate(take) if o != env.target))
+            )
+            if len(env.task.ends) == 1:
+                continue
+            history: list[tuple[str, str]] = []
+            while env.position < env.goal_position - 1:
+                action = env.expert_action()
+                history.append((observation.text, action))
+                observation = env.step(action).observation
+            ends = [commands.go_to(end) for end in env.task.ends]
+            wrong = tuple(a for e, a in enumerate(ends) if e != env.goal_end)
+            choices.append(PriorChoice(task_id, "end", observation, tuple(history), ends[env.goal_end], wrong))
+        return choices
 
     def _generate(self, rng: random.Random) -> ErrandTask:
         return generate_task(rng, self.knobs)

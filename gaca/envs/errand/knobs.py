@@ -17,6 +17,10 @@ class ErrandKnobs:
     """Receptacles walked through between the start and the goal (the routine part of the episode)."""
     num_side: int = 1
     """Dead-end receptacles seen at every stop of the route (a detour costs two steps)."""
+    num_goals: int = 1
+    """Receptacles the route's last stop leads to; the task names one. 1: the route ends at the goal; more:
+    where to go is a second pivot (late, decided two steps before the outcome), as an ALFWorld task asks
+    for an object and for the receptacle it goes in."""
     num_types: int = 8
     """Object types the target and the look-alikes are drawn from (the first of household's types)."""
     show_held: int = 0
@@ -33,6 +37,7 @@ class ErrandKnobs:
     def validate(self) -> None:
         check_int("num_choices", self.num_choices, 2, 8)
         check_int("num_types", self.num_types, self.num_choices, 41)
+        check_int("num_goals", self.num_goals, 1, 4)
         check_int("route_length", self.route_length, 1, 60)
         check_int("num_side", self.num_side, 0, 4)
         check_int("show_held", self.show_held, 0, 1)
@@ -40,9 +45,9 @@ class ErrandKnobs:
 
 
 PRESETS = {
-    "easy": ErrandKnobs(num_choices=3, route_length=6, num_side=1, num_types=8, show_held=1, prior_accuracy=0.5),
-    "long": ErrandKnobs(num_choices=3, route_length=12, num_side=1, num_types=8, show_held=1, prior_accuracy=0.5),
-    "paper": ErrandKnobs(num_choices=4, route_length=24, num_side=2, num_types=12, show_held=1, prior_accuracy=0.5),
+    "easy": ErrandKnobs(num_choices=3, route_length=6, num_goals=3, num_side=1, num_types=8, show_held=1, prior_accuracy=0.5),
+    "long": ErrandKnobs(num_choices=3, route_length=12, num_goals=3, num_side=1, num_types=8, show_held=1, prior_accuracy=0.5),
+    "paper": ErrandKnobs(num_choices=4, route_length=24, num_goals=3, num_side=2, num_types=12, show_held=1, prior_accuracy=0.5),
 }
 """Optimal episodes take route_length + 3 steps: easy 9, long (the ablation default, horizon 40) 15,
 paper 27 (ALFWorld-length episodes at horizon 50)."""

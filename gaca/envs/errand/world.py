@@ -33,7 +33,10 @@ class ErrandTask:
     sides: tuple[tuple[str, ...], ...]
     """Dead ends seen at each stop of the route (len(route) tuples)."""
     goal: str
-    """The receptacle the target must be put in/on; the route ends there."""
+    """The receptacle the target must be put in/on; one of ``ends``."""
+    ends: tuple[str, ...]
+    """The receptacles the route's last stop leads to (sorted; ``goal`` and ``num_goals - 1`` others of
+    other types): with more than one, choosing where to go is the errand's second pivot."""
 
 
 WALK_NAMES: tuple[str, ...] = tuple(
@@ -56,14 +59,15 @@ def _house_layout(length: int, num_side: int) -> tuple[tuple[str, ...], tuple[tu
 
 
 def generate_task(rng: random.Random, knobs: ErrandKnobs) -> ErrandTask:
-    """Draw the target, the look-alike decoys, the start receptacle and the goal type; the route and its
-    dead ends are the house's (``_house_layout``)."""
+    """Draw the target, the look-alike decoys, the start receptacle, the goal type and the other ends of
+    the route; the route and its dead ends are the house's (``_house_layout``)."""
     kinds = rng.sample(OBJECT_TYPES[: knobs.num_types], knobs.num_choices)
     target = kinds[0]
     objects = tuple(sorted(name(kind, 1) for kind in kinds))
     goal_type = rng.choice(GOAL_TYPES)
     start_type = rng.choice([t for t in sorted(set(FILL_TYPES)) if t != goal_type])
     route, sides = _house_layout(knobs.route_length, knobs.num_side)
+    others = rng.sample([t for t in GOAL_TYPES if t not in (goal_type, start_type)], knobs.num_goals - 1)
     where = "in" if goal_type in ("cabinet", "drawer", "garbagecan") else "on"
     return ErrandTask(
         instruction=f"your task is to : put a {target} {where} {goal_type} .",
@@ -73,6 +77,7 @@ def generate_task(rng: random.Random, knobs: ErrandKnobs) -> ErrandTask:
         route=route,
         sides=sides,
         goal=name(goal_type, 1),
+        ends=tuple(sorted(name(kind, 1) for kind in (goal_type, *others))),
     )
 
 
