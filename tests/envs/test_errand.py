@@ -13,6 +13,16 @@ def errand(difficulty: str = "long", **knobs):
     return make_family(EnvConfig(name="errand", difficulty=difficulty, horizon=80, knobs=knobs))
 
 
+def head(task) -> str:
+    """The command that leaves the start for the goal: "go to <goal>" where several ends wait."""
+    return f"go to {task.goal}" if len(task.ends) > 1 else f"go to {task.route[0]}"
+
+
+def walk_to_goal(env, task) -> list:
+    """Head for the goal, walk its route, arrive at it; the step results."""
+    return [env.step(head(task)), *(env.step(f"go to {stop}") for stop in (*task.route[1:], task.goal))]
+
+
 @pytest.mark.parametrize("difficulty", sorted(PRESETS))
 def test_expert_wins_every_task_in_the_fewest_steps(difficulty):
     family = errand(difficulty)
@@ -29,9 +39,7 @@ def test_the_first_choice_decides_the_outcome_at_the_end():
     task = family.task(200)
     wrong = next(o for o in task.objects if o.split()[0] != task.target_type)
     assert f"take {wrong} from {task.start}" in first.admissible
-    results = [env.step(f"take {wrong} from {task.start}")]
-    for stop in (*task.route, task.goal):
-        results.append(env.step(f"go to {stop}"))
+    results = [env.step(f"take {wrong} from {task.start}"), *walk_to_goal(env, task)]
     assert all(r.reward == 0.0 and not r.done for r in results)
     last = env.step(f"put {wrong} in/on {task.goal}")
     assert last.done and not last.won and last.reward == 0.0
@@ -44,7 +52,7 @@ def test_a_wrong_object_can_be_exchanged_at_the_start():
     task = family.task(7)
     wrong = next(o for o in task.objects if o.split()[0] != task.target_type)
     env.step(f"take {wrong} from {task.start}")
-    env.step(f"go to {task.route[0]}")
+    env.step(head(task))
     trajectory = []
     while not env.done:
         trajectory.append(env.step(env.expert_action()))
@@ -58,7 +66,7 @@ def test_invalid_commands_are_offered_cost_the_penalty_and_change_nothing():
     task = family.task(3)
     target = next(o for o in task.objects if o.split()[0] == task.target_type)
     observation = env.step(f"take {target} from {task.start}").observation
-    observation = env.step(f"go to {task.route[0]}").observation
+    observation = env.step(head(task)).observation
     invalid = sorted(set(observation.commands) - set(observation.admissible))
     assert invalid == [f"go to {task.goal}", f"put {target} in/on {task.route[0]}"]
     result = env.step(f"go to {task.goal}")
@@ -76,7 +84,7 @@ def test_rollouts_that_meet_in_one_state_share_its_anchor_and_show_held_splits_t
             env = family.make(11)
             env.reset()
             env.step(f"take {obj} from {task.start}")
-            anchors.append(env.step(f"go to {task.route[0]}").observation.anchor)
+            anchors.append(env.step(head(task)).observation.anchor)
         assert (anchors[0] == anchors[1]) is same
 
 
@@ -95,8 +103,9 @@ def test_every_word_of_every_episode_is_in_the_vocabulary():
 def test_tasks_are_fixed_by_the_config_and_the_house_is_shared():
     a, b = errand().task(300), errand().task(300)
     assert a == b
-    assert errand().task(301).route == a.route  # one house for every task
-    assert errand(route_length=5).task(300).route != a.route[:4]
+    assert errand().task(301).routes == a.routes  # one house for every task
+    assert errand(route_length=5).task(300).routes[0] != a.routes[0][:4]
+    assert len(set(a.routes[0] + a.routes[1] + a.routes[2])) == 3 * len(a.route)  # the routes share no stop
 
 
 @pytest.mark.parametrize("num_goals", [1, 3])
@@ -151,51 +160,61 @@ def test_the_end_choice_is_shown_with_the_history_a_rollout_prompt_has():
     for seen, action in end.history:
         assert seen == observation.text
         observation = env.step(action).observation
-    assert observation == end.observation and len(end.history) == 1 + len(family.task(task_id).route)
-    assert "the way on leads to" in observation.text and all(e in observation.text for e in family.task(task_id).ends)
+    task = family.task(task_id)
+    assert observation == end.observation and len(end.history) == 1 and end.right == f"go to {task.goal}"
+    assert sorted((end.right, *end.wrong)) == [f"go to {e}" for e in task.ends]
+    assert f"the way on leads to {' , '.join(task.ends)} ." in family.make(task_id).reset().text
 
 
-def test_a_second_pivot_decides_where_the_route_ends():
+def test_a_second_pivot_decides_which_end_the_walk_reaches():
     family = errand(num_goals=3)
     for task_id in [*family.eval_task_ids[:10], *family.train_task_ids[:10]]:
         task = family.task(task_id)
         assert len(task.ends) == 3 and task.goal in task.ends and len({e.split()[0] for e in task.ends}) == 3
         assert task.start not in task.ends
         target = next(o for o in task.objects if o.split()[0] == task.target_type)
-        for end in task.ends:
+        for route, end in enumerate(task.ends):
             env = family.make(task_id)
             env.reset()
             env.step(f"take {target} from {task.start}")
-            for stop in task.route:
-                assert not env.step(f"go to {stop}").done
             arrived = env.step(f"go to {end}")
-            assert not arrived.done and f"go to {task.route[-1]}" in arrived.observation.admissible
+            assert arrived.observation.text.startswith(f"you arrive at {task.routes[route][0]} .")
+            for stop in task.routes[route][1:]:
+                assert not env.step(f"go to {stop}").done
+            assert not env.step(f"go to {end}").done
             last = env.step(f"put {target} in/on {end}")
             assert last.done and last.won == (end == task.goal) and last.reward == float(end == task.goal)
         assert play(family.make(task_id), expert_chooser)[-1][1].won
 
 
-def test_the_expert_comes_back_from_a_wrong_end():
+def test_the_expert_walks_back_from_a_wrong_route():
     family = errand(num_goals=3)
     task = family.task(11)
     env = family.make(11)
     env.reset()
     target = next(o for o in task.objects if o.split()[0] == task.target_type)
     env.step(f"take {target} from {task.start}")
-    for stop in task.route:
+    wrong = next(r for r, e in enumerate(task.ends) if e != task.goal)
+    env.step(f"go to {task.ends[wrong]}")
+    for stop in task.routes[wrong][1:3]:
         env.step(f"go to {stop}")
-    env.step(f"go to {next(e for e in task.ends if e != task.goal)}")
     steps = []
     while not env.done:
-        steps.append(env.step(action := env.expert_action()))
-    assert steps[-1].won and len(steps) == 3  # back to the last stop, on to the goal, put
+        steps.append(env.step(env.expert_action()))
+    assert steps[-1].won and len(steps) == 3 + 1 + len(task.route) + 1  # back to the start, head, the route, put
 
 
-def test_one_end_keeps_the_tasks_of_the_one_pivot_errand():
+def test_one_end_keeps_the_tasks_and_the_house_of_the_one_pivot_errand():
     one, three = errand(num_goals=1), errand(num_goals=3)
     for task_id in range(20):
         a, b = one.task(task_id), three.task(task_id)
-        assert a.ends == (a.goal,) and (a.objects, a.start, a.goal, a.route) == (b.objects, b.start, b.goal, b.route)
+        assert a.ends == (a.goal,) and (a.objects, a.start, a.goal) == (b.objects, b.start, b.goal)
+        assert a.route == b.routes[0]
+
+
+def test_the_house_must_hold_every_route_and_dead_end():
+    with pytest.raises(ValueError, match=r"env.knobs: \(num_goals \+ num_side\) x route_length receptacles must be at most 160"):
+        errand(num_goals=4, num_side=4, route_length=21)
 
 
 def test_prior_accuracy_is_validated_by_name():

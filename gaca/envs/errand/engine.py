@@ -11,18 +11,20 @@ from gaca.envs.household import commands
 from gaca.envs.household.engine import NOTHING_HAPPENS, _listing
 
 START = 0
-"""Position of the start receptacle; the route's stops are 1..L and the goal L + 1."""
+"""Position of the start receptacle; a route's stops are 1..L and its end L + 1."""
 
 
 class ErrandEnv(Env):
-    """The walk of a pivotal choice: the object taken at step 1 decides, many routine steps later, whether
-    the final "put" wins. A wrong object can be carried back and exchanged, at the price of the walk.
+    """The walk of two pivotal choices: the object taken at step 1 and the end headed for at the start
+    decide, many routine steps later, whether the final "put" wins. A wrong object can be carried back
+    and exchanged, a wrong route walked back, at the price of the walk.
 
-    State: ``position`` (0 start, 1..L route, L + 1 an end of the route), ``side`` (index of the dead
-    end the agent stands at, -1 for none), ``end`` (which of ``task.ends`` it stands at when at L + 1),
-    ``held`` (object index, -1 for none) and whether each object still lies at the start. With one end
-    the route ends at the goal; with more, the last stop leads to all of them and only the goal wins. An observation depends only on the command just taken and the state it led to,
-    so rollouts of one task that meet in the same situation share an anchor.
+    State: ``position`` (0 start, 1..L the stops of route ``route``, L + 1 its end), ``route`` (index
+    into ``task.routes`` and ``task.ends``), ``side`` (index of the dead end the agent stands at, -1 for
+    none), ``held`` (object index, -1 for none) and whether each object still lies at the start. With
+    one end the start leads straight onto the goal's route; with more, "go to <end>" at the start heads
+    onto that end's route. An observation depends only on the command just taken and the state it led
+    to, so rollouts of one task that meet in the same situation share an anchor.
     """
 
     def __init__(self, task_id: int, task: ErrandTask, horizon: int, invalid_penalty: float, show_held: bool) -> None:
@@ -31,15 +33,19 @@ class ErrandEnv(Env):
         self.horizon = horizon
         self.invalid_penalty = invalid_penalty
         self.show_held = show_held
-        self.places = (task.start, *task.route, task.goal)
-        self.goal_position = len(self.places) - 1
+        self.goal_route = task.ends.index(task.goal)
+        self.goal_position = len(task.route) + 1
         self.target = next(o for o, name in enumerate(task.objects) if name.split()[0] == task.target_type)
-        self.goal_end = task.ends.index(task.goal)
+
+    @property
+    def places(self) -> tuple[str, ...]:
+        """The receptacles of the current route by position: the start, its stops, its end."""
+        return (self.task.start, *self.task.routes[self.route], self.task.ends[self.route])
 
     def reset(self) -> Observation:
         self.position = START
+        self.route = self.goal_route
         self.side = -1
-        self.end = self.goal_end
         self.held = -1
         self.at_start = [True] * len(self.task.objects)
         self.steps = 0
@@ -67,44 +73,49 @@ class ErrandEnv(Env):
         return StepResult(self.observation, 1.0 if won else 0.0, self.done, won, False, 1.0 if won else 0.0)
 
     def expert_action(self) -> str:
-        """Exchange a wrong object at the start, walk on with the target, put it at the goal."""
+        """Exchange a wrong object at the start, head for the goal with the target (walking back from a
+        wrong route first), put it there."""
         if self.side >= 0:
             return commands.go_to(self.places[self.position])
-        if self.position == self.goal_position and self.end != self.goal_end:
-            return commands.go_to(self.places[self.position - 1])
         carrying_target = self.held == self.target
         if self.position == START:
             if carrying_target:
-                return commands.go_to(self.places[1])
+                return self.head_command(self.goal_route)
             if self.held >= 0:
                 return commands.put(self.task.objects[self.held], self.task.start)
             return commands.take(self.task.objects[self.target], self.task.start)
-        if self.position == self.goal_position and carrying_target:
-            return commands.put(self.task.objects[self.held], self.task.goal)
-        step = 1 if carrying_target else -1
-        return commands.go_to(self.places[self.position + step])
+        if carrying_target and self.route == self.goal_route:
+            if self.position == self.goal_position:
+                return commands.put(self.task.objects[self.held], self.task.goal)
+            return commands.go_to(self.places[self.position + 1])
+        return commands.go_to(self.places[self.position - 1])
 
     def demonstration_action(self) -> str:
         """What the base policy is cloned from: the expert's walk, but the object taken at the start and the
-        end of the route gone to are drawn uniformly (fixed per task), and whatever is carried is put
-        wherever the walk ends. The clone walks well and chooses at chance at both pivots: learning them
-        is left to RL (and to the prior stage, ``prior_choices``)."""
-        if self.position == START and self.side < 0 and self.held < 0:
-            lying = [o for o in range(len(self.task.objects)) if self.at_start[o]]
-            chosen = lying[random.Random(f"errand-demo/{self.task_id}").randrange(len(lying))]
-            return commands.take(self.task.objects[chosen], self.task.start)
+        end headed for are drawn uniformly (fixed per task), and whatever is carried is put wherever the
+        route ends. The clone walks well and chooses at chance at both pivots: learning them is left to
+        RL (and to the prior stage, ``ErrandFamily.prior_choices``)."""
+        if self.position == START and self.side < 0:
+            if self.held < 0:
+                lying = [o for o in range(len(self.task.objects)) if self.at_start[o]]
+                chosen = lying[random.Random(f"errand-demo/{self.task_id}").randrange(len(lying))]
+                return commands.take(self.task.objects[chosen], self.task.start)
+            ends = self.task.ends
+            return self.head_command(random.Random(f"errand-demo-end/{self.task_id}").randrange(len(ends)))
         if self.held < 0:
             return self.expert_action()
         if self.side >= 0:
             return commands.go_to(self.places[self.position])
         if self.position == self.goal_position:
-            return commands.put(self.task.objects[self.held], self.task.ends[self.end])
-        if self.position == self.goal_position - 1:
-            ends = self.task.ends
-            return commands.go_to(ends[random.Random(f"errand-demo-end/{self.task_id}").randrange(len(ends))])
-        if self.held == self.target:
-            return self.expert_action()
+            return commands.put(self.task.objects[self.held], self.task.ends[self.route])
         return commands.go_to(self.places[self.position + 1])
+
+    def head_command(self, route: int) -> str:
+        """The command that leaves the start onto ``route``: with one route, "go to" its first stop; with
+        several, "go to" the end it leads to."""
+        if len(self.task.ends) == 1:
+            return commands.go_to(self.task.routes[route][0])
+        return commands.go_to(self.task.ends[route])
 
     # -- what the agent sees and may do ----------------------------------------------------------
 
@@ -116,15 +127,13 @@ class ErrandEnv(Env):
         else:
             if here > START:
                 admissible[commands.go_to(self.places[here - 1])] = (ErrandEnv._go_to, (here - 1, -1))
-            if here < self.goal_position - 1:
-                admissible[commands.go_to(self.places[here + 1])] = (ErrandEnv._go_to, (here + 1, -1))
-            if here == self.goal_position - 1:
-                for e, end in enumerate(task.ends):
-                    admissible[commands.go_to(end)] = (ErrandEnv._go_to_end, e)
             if START < here < self.goal_position:
+                admissible[commands.go_to(self.places[here + 1])] = (ErrandEnv._go_to, (here + 1, -1))
                 for j, side in enumerate(task.sides[here - 1]):
                     admissible[commands.go_to(side)] = (ErrandEnv._go_to, (here, j))
             if here == START:
+                for route in range(len(task.ends)):
+                    admissible[self.head_command(route)] = (ErrandEnv._head, route)
                 if self.held < 0:
                     for o, name in enumerate(task.objects):
                         if self.at_start[o]:
@@ -132,7 +141,7 @@ class ErrandEnv(Env):
                 else:
                     admissible[commands.put(task.objects[self.held], task.start)] = (ErrandEnv._put_back, 0)
             if here == self.goal_position and self.held >= 0:
-                admissible[commands.put(task.objects[self.held], task.ends[self.end])] = (ErrandEnv._put_at_end, 0)
+                admissible[commands.put(task.objects[self.held], self.places[here])] = (ErrandEnv._put_at_end, 0)
         admissible[commands.examine(self._place())] = (ErrandEnv._examine, 0)
         admissible[commands.INVENTORY] = (ErrandEnv._inventory, 0)
         admissible[commands.LOOK] = (ErrandEnv._look, 0)
@@ -151,17 +160,15 @@ class ErrandEnv(Env):
             invalid.append(commands.put(task.objects[self.held], self.places[here]))
         if here == START and self.held >= 0:
             invalid += [commands.take(name, task.start) for o, name in enumerate(task.objects) if self.at_start[o]]
-        return tuple(sorted([*self._commands, *invalid]))
+        return tuple(sorted({*self._commands, *invalid}))
 
     def _place(self) -> str:
         if self.side >= 0:
             return self.task.sides[self.position - 1][self.side]
-        if self.position == self.goal_position:
-            return self.task.ends[self.end]
         return self.places[self.position]
 
     def _description(self) -> str:
-        """What is seen where the agent stands: contents, and at route stops the way on."""
+        """What is seen where the agent stands: contents, and at the start and route stops the way on."""
         name = self._place()
         if self.side >= 0 or self.position == self.goal_position:
             return f"on the {name} , you see nothing ."
@@ -169,7 +176,7 @@ class ErrandEnv(Env):
         if self.position == START:
             lying = [n for o, n in enumerate(self.task.objects) if self.at_start[o]]
             parts.append(f"on the {name} , you see {_listing(lying)} .")
-        way_on = self.task.ends if self.position == self.goal_position - 1 else (self.places[self.position + 1],)
+        way_on = self.task.ends if self.position == START and len(self.task.ends) > 1 else (self.places[self.position + 1],)
         parts.append(f"the way on leads to {' , '.join(way_on)} .")
         if self.show_held and self.position != START:
             parts.append(self._inventory(0)[0])
@@ -181,9 +188,9 @@ class ErrandEnv(Env):
         self.position, self.side = where
         return f"you arrive at {self._place()} . {self._description()}", False
 
-    def _go_to_end(self, end: int) -> tuple[str, bool]:
-        self.end = end
-        return self._go_to((self.goal_position, -1))
+    def _head(self, route: int) -> tuple[str, bool]:
+        self.route = route
+        return self._go_to((1, -1))
 
     def _take(self, obj: int) -> tuple[str, bool]:
         self.held = obj
@@ -196,8 +203,8 @@ class ErrandEnv(Env):
         return f"you put the {self.task.objects[obj]} in/on the {self.task.start} .", False
 
     def _put_at_end(self, _: int) -> tuple[str, bool]:
-        self.placed_right = self.held == self.target and self.end == self.goal_end
-        return f"you put the {self.task.objects[self.held]} in/on the {self.task.ends[self.end]} .", True
+        self.placed_right = self.held == self.target and self.route == self.goal_route
+        return f"you put the {self.task.objects[self.held]} in/on the {self.places[self.position]} .", True
 
     def _examine(self, _: int) -> tuple[str, bool]:
         return self._description(), False

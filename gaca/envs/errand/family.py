@@ -37,27 +37,22 @@ class ErrandFamily(EnvFamily):
         return self.knobs.prior_accuracy
 
     def prior_choices(self, task_ids: Iterable[int]) -> list[PriorChoice]:
-        """Per task the choice of the object at the start and, with ``num_goals`` > 1, the choice of the
-        route's end, reached by the expert (target in hand), with the history a rollout's prompt shows."""
+        """Per task the choice of the object at the start and, with ``num_goals`` > 1, the choice of the end
+        to head for once the target is in hand, with the history a rollout's prompt shows."""
         choices = []
         for task_id in task_ids:
             env = self.make(task_id)
             observation = env.reset()
-            objects, start = env.task.objects, env.task.start
-            take = [commands.take(name, start) for name in objects]
-            choices.append(
-                PriorChoice(task_id, "object", observation, (), take[env.target], tuple(a for o, a in enumerate(take) if o != env.target))
-            )
+            take = [commands.take(name, env.task.start) for name in env.task.objects]
+            wrong = tuple(a for o, a in enumerate(take) if o != env.target)
+            choices.append(PriorChoice(task_id, "object", observation, (), take[env.target], wrong))
             if len(env.task.ends) == 1:
                 continue
-            history: list[tuple[str, str]] = []
-            while env.position < env.goal_position - 1:
-                action = env.expert_action()
-                history.append((observation.text, action))
-                observation = env.step(action).observation
-            ends = [commands.go_to(end) for end in env.task.ends]
-            wrong = tuple(a for e, a in enumerate(ends) if e != env.goal_end)
-            choices.append(PriorChoice(task_id, "end", observation, tuple(history), ends[env.goal_end], wrong))
+            holding = env.step(take[env.target]).observation
+            heads = [env.head_command(route) for route in range(len(env.task.ends))]
+            wrong = tuple(a for r, a in enumerate(heads) if r != env.goal_route)
+            history = ((observation.text, take[env.target]),)
+            choices.append(PriorChoice(task_id, "end", holding, history, heads[env.goal_route], wrong))
         return choices
 
     def _generate(self, rng: random.Random) -> ErrandTask:

@@ -18,9 +18,9 @@ class ErrandKnobs:
     num_side: int = 1
     """Dead-end receptacles seen at every stop of the route (a detour costs two steps)."""
     num_goals: int = 1
-    """Receptacles the route's last stop leads to; the task names one. 1: the route ends at the goal; more:
-    where to go is a second pivot (late, decided two steps before the outcome), as an ALFWorld task asks
-    for an object and for the receptacle it goes in."""
+    """Receptacles the start leads to, each by its own route; the task names one. 1: one route, to the
+    goal; more: which end to head for is a second early pivot (as an ALFWorld task asks for an object and
+    for the receptacle it goes in), decided as many routine steps before the outcome as the first."""
     num_types: int = 8
     """Object types the target and the look-alikes are drawn from (the first of household's types)."""
     show_held: int = 0
@@ -41,6 +41,12 @@ class ErrandKnobs:
         check_int("route_length", self.route_length, 1, 60)
         check_int("num_side", self.num_side, 0, 4)
         check_int("show_held", self.show_held, 0, 1)
+        from gaca.envs.errand.world import WALK_NAMES  # noqa: PLC0415  (world imports this module)
+        if (self.num_goals + self.num_side) * self.route_length > len(WALK_NAMES):
+            raise ValueError(
+                f"env.knobs: (num_goals + num_side) x route_length receptacles must be at most {len(WALK_NAMES)} "
+                f"(the house's), got ({self.num_goals} + {self.num_side}) x {self.route_length}"
+            )
         check_fraction("prior_accuracy", self.prior_accuracy)
 
 

@@ -28,15 +28,20 @@ class ErrandTask:
     """The objects on the start receptacle, sorted by name; one of them has ``target_type``."""
     start: str
     """The receptacle the episode starts at (holding ``objects``)."""
-    route: tuple[str, ...]
-    """The receptacles between the start and the goal, in walking order."""
+    routes: tuple[tuple[str, ...], ...]
+    """One route per end: the receptacles walked through from the start to ``ends[b]``, in order."""
     sides: tuple[tuple[str, ...], ...]
-    """Dead ends seen at each stop of the route (len(route) tuples)."""
+    """Dead ends seen at each stop of a route (route_length tuples, the same on every route)."""
     goal: str
     """The receptacle the target must be put in/on; one of ``ends``."""
     ends: tuple[str, ...]
-    """The receptacles the route's last stop leads to (sorted; ``goal`` and ``num_goals - 1`` others of
-    other types): with more than one, choosing where to go is the errand's second pivot."""
+    """Where the routes lead (sorted; ``goal`` and ``num_goals - 1`` others of other types): with more
+    than one, heading for the right one at the start is the errand's second pivot."""
+
+    @property
+    def route(self) -> tuple[str, ...]:
+        """The route to the goal."""
+        return self.routes[self.ends.index(self.goal)]
 
 
 WALK_NAMES: tuple[str, ...] = tuple(
@@ -45,28 +50,30 @@ WALK_NAMES: tuple[str, ...] = tuple(
 """The house's receptacles that routes run through, numbered from 2 (a task's start and goal are number 1)."""
 
 
-def _house_layout(length: int, num_side: int) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
-    """The route of ``length`` stops and the dead ends at each stop: one fixed house for every task, as
-    in bsuite's umbrella chain, so that the walk is routine (learned once, never read off the screen)
-    and the tasks differ only in what is to be fetched and where it goes."""
+def _house_layout(
+    length: int, num_side: int, num_routes: int
+) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
+    """``num_routes`` routes of ``length`` stops and the dead ends at each stop: one fixed house for every
+    task, as in bsuite's umbrella chain, so that the walks are routine (learned once, never read off the
+    screen) and the tasks differ only in what is to be fetched and where it goes."""
     rng = random.Random(f"errand-house/{length}/{num_side}")
     names = list(WALK_NAMES)
     rng.shuffle(names)
-    route = tuple(names[:length])
-    rest = names[length:]
+    routes = tuple(tuple(names[b * length : (b + 1) * length]) for b in range(num_routes))
+    rest = names[num_routes * length :]
     sides = tuple(tuple(rest[k * num_side : (k + 1) * num_side]) for k in range(length))
-    return route, sides
+    return routes, sides
 
 
 def generate_task(rng: random.Random, knobs: ErrandKnobs) -> ErrandTask:
-    """Draw the target, the look-alike decoys, the start receptacle, the goal type and the other ends of
-    the route; the route and its dead ends are the house's (``_house_layout``)."""
+    """Draw the target, the look-alike decoys, the start receptacle, the goal type and the other ends;
+    the routes and their dead ends are the house's (``_house_layout``): route b leads to ``ends[b]``."""
     kinds = rng.sample(OBJECT_TYPES[: knobs.num_types], knobs.num_choices)
     target = kinds[0]
     objects = tuple(sorted(name(kind, 1) for kind in kinds))
     goal_type = rng.choice(GOAL_TYPES)
     start_type = rng.choice([t for t in sorted(set(FILL_TYPES)) if t != goal_type])
-    route, sides = _house_layout(knobs.route_length, knobs.num_side)
+    routes, sides = _house_layout(knobs.route_length, knobs.num_side, knobs.num_goals)
     others = rng.sample([t for t in GOAL_TYPES if t not in (goal_type, start_type)], knobs.num_goals - 1)
     where = "in" if goal_type in ("cabinet", "drawer", "garbagecan") else "on"
     return ErrandTask(
@@ -74,7 +81,7 @@ def generate_task(rng: random.Random, knobs: ErrandKnobs) -> ErrandTask:
         target_type=target,
         objects=objects,
         start=name(start_type, 1),
-        route=route,
+        routes=routes,
         sides=sides,
         goal=name(goal_type, 1),
         ends=tuple(sorted(name(kind, 1) for kind in (goal_type, *others))),
