@@ -22,6 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from analysis.collect import EVAL_METRIC, PARAM_PREFIX, auc_by_run, load_curves, load_runs, resolve_tracking_uri
+from analysis.stats import POWER, anova_seeds_needed
 
 MEASURES = {"final": "final held-out success", "auc": "AUC (mean held-out success over the run's evaluations)"}
 
@@ -98,6 +99,13 @@ def render(result: Sensitivity, by: str, measure: str = "final") -> str:
     lines.append(f"Kruskal-Wallis: H = {result.kruskal[0]:.2f}, p = {result.kruskal[1]:.2g}")
     if result.friedman is not None:
         lines.append(f"Friedman (seeds as blocks): chi2 = {result.friedman[0]:.2f}, p = {result.friedman[1]:.2g}")
+    means = [row.dropna().mean() for _, row in table.iterrows()]
+    needed = {alpha: anova_seeds_needed(means, result.pooled_seed_std, alpha) for alpha in (0.05, 0.01)}
+    said = " and ".join(f"{n if n is not None else 'more than 10000'} at alpha {alpha}" for alpha, n in needed.items())
+    lines.append(
+        f"seeds per setting for power {POWER} if these means were the true ones (an optimistic plan: "
+        f"observed spreads overstate true ones): {said}"
+    )
     return "\n".join(lines)
 
 

@@ -217,6 +217,26 @@ def seeds_needed(levels: Sequence[Level], effect: float, alpha: float = ALPHA, p
     return seeds
 
 
+def anova_seeds_needed(means: Sequence[float], pooled_std: float, alpha: float = ALPHA, power: float = POWER, limit: int = 10_000) -> int | None:
+    """The fewest seeds per setting at which a one-way ANOVA across settings with these true ``means``
+    and within-setting std ``pooled_std`` rejects at ``alpha`` with probability ``power``: the
+    noncentral F with noncentrality k n f^2, Cohen's f = std(means, ddof=0) / pooled_std (k = 4
+    settings, f = 0.25, alpha 0.05, power 0.8: 45, Cohen's table). None when the means are equal or
+    more than ``limit`` seeds would be needed."""
+    k = len(means)
+    if k < 2 or not pooled_std > 0:
+        raise ValueError(f"need two or more means and a positive std, got {len(means)} means and std {pooled_std!r}")
+    f_squared = float(np.var(means)) / pooled_std**2
+    if f_squared == 0:
+        return None
+    for n in range(2, limit + 1):
+        df_within = k * (n - 1)
+        critical = scipy.stats.f.ppf(1.0 - alpha, k - 1, df_within)
+        if scipy.stats.ncf.sf(critical, k - 1, df_within, k * n * f_squared) >= power:
+            return n
+    return None
+
+
 def mean_half_width(std: np.ndarray, n: int, confidence: float = CONFIDENCE) -> np.ndarray:
     """Half width of the t interval of a mean over ``n`` seeds with sample std ``std`` (NaN below 2)."""
     if n < 2:

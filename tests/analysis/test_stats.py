@@ -148,3 +148,24 @@ def test_task_bootstrap_of_paired_differences_resamples_seeds_and_tasks_jointly(
     draws = stats.task_bootstrap([np.array([1, 0, 0, 0]), np.array([0, 0, 1, 0])], np.random.default_rng(3), 20_000)
     counts = np.bincount(np.round(draws * 8).astype(int), minlength=9) / draws.size
     assert counts == pytest.approx(scipy.stats.binom.pmf(range(9), 8, 0.25), abs=0.01)
+
+
+@pytest.mark.parametrize(
+    "means, std, alpha, expected",
+    [
+        ([0.0, 0.0, 0.0, 1.0 / math.sqrt(3)], 1.0, 0.05, 45),  # k = 4, f = 0.25: Cohen's table, 45 per group
+        ([-0.4, 0.4], 1.0, 0.05, 26),  # k = 2, f = 0.40: Cohen's table, 26 per group
+    ],
+)
+def test_anova_seeds_needed_matches_cohens_power_tables(means, std, alpha, expected):
+    assert float(np.std(means)) / std == pytest.approx(0.25 if len(means) == 4 else 0.40)
+    assert stats.anova_seeds_needed(means, std, alpha) == expected
+
+
+def test_anova_seeds_needed_grows_with_noise_and_a_stricter_alpha():
+    means = [87.7, 95.2, 94.9, 89.0, 91.8]
+    few = stats.anova_seeds_needed(means, 5.57, 0.05)
+    assert few < stats.anova_seeds_needed(means, 5.57, 0.01) < stats.anova_seeds_needed(means, 11.0, 0.01)
+    assert stats.anova_seeds_needed([1.0, 1.0], 2.0) is None
+    with pytest.raises(ValueError, match="positive std"):
+        stats.anova_seeds_needed(means, 0.0)
