@@ -97,8 +97,8 @@ def hook_rows(repeats: int) -> list[Row]:
         from verl.trainer.ppo import ray_trainer
     except ImportError as error:
         return [Row("verl hooks", None, None, None, True, f"skipped: verl not importable ({error})")]
-    from gaca.verl import add_step_index, compute_batch_advantages
-    from gaca.verl.layout import build_layout_batch
+    from gaca.backends.verl import add_step_index, compute_batch_advantages
+    from gaca.backends.verl.layout import build_layout_batch
 
     data = {}
     for device in ("cpu", "cuda"):

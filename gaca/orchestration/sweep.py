@@ -147,7 +147,7 @@ def unusable_places(runs: list[PlannedRun], uri: str, session: HydraSession, dry
 
 def verl_jobs(runs: list[PlannedRun], uri: str, session: HydraSession) -> str:
     """The exact command line and environment of each verl job, as its job wrapper will start it."""
-    from gaca.paper.verl_job import build_job, gpus_per_node
+    from gaca.backends.verl.job import build_job, gpus_per_node
 
     launcher_gpus = session.launcher_config.get("gpus_per_node")
     launcher_gpus = int(launcher_gpus) if launcher_gpus else None

@@ -8,7 +8,7 @@ from typing import Mapping
 
 from omegaconf import OmegaConf
 
-from gaca.trainer.entry import CONF_DIR
+from gaca.backends.entry import CONF_DIR
 
 SEARCH_DIR = CONF_DIR / "search"
 BLOCK = "search"

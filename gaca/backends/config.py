@@ -177,10 +177,10 @@ VERL_ENV_FAMILIES = ("household", "alfworld", "shop")
 @dataclass(frozen=True)
 class BackendConfig:
     """What trains the run. ``cpu`` ignores every other field; ``verl`` builds verl-agent's
-    ``python -m verl.trainer.main_ppo`` command line from the run config (``gaca.paper.verl_job``)."""
+    ``python -m verl.trainer.main_ppo`` command line from the run config (``gaca.backends.verl.job``)."""
 
     name: str = "cpu"
-    """cpu: the embedded trainer (gaca.trainer.loop); verl: a verl-agent training job (gaca.paper.launch)."""
+    """cpu: the embedded trainer (gaca.backends.cpu.loop); verl: a verl-agent training job (gaca.backends.verl.launch)."""
     gpus_per_node: int | None = None
     """trainer.n_gpus_per_node; None = the launcher's hydra.launcher.gpus_per_node, else 1."""
     nnodes: int = 1
