@@ -1,9 +1,10 @@
 """The horizon-scaling block (``sweeps/horizon.yaml``): final success against the horizon per method.
 
 Runs are matched by configuration, not by the block tag (a run shared with another block carries
-that block's tag): finished errand runs of grpo, gigpo and gaca at their default estimator settings,
-grouped by ``env.horizon`` (the walk growing with it, as the block sets it). Each point is the mean
-over seeds with its 95% t interval; every seed's score is drawn beside it.
+that block's tag), with the identity every table cell uses (``gaca.contract.canonical`` through
+``analysis.blocks``): finished errand runs of grpo, gigpo and gaca at their default estimator
+settings and in one setting, grouped by ``env.horizon`` (the walk growing with it, as the block sets
+it). Each point is the mean over seeds with its 95% t interval; every seed's score is drawn beside it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.blocks import DEFAULT_CONFIG, METHOD_LABELS, METHODS, canonical_config
+from analysis.blocks import DEFAULT_CONFIG, METHOD_LABELS, METHODS, ConfigKey, canonical_config, setting
 from analysis.collect import PARAM_PREFIX, run_config
 from analysis.figures import METHOD_COLORS, PANEL_SIZE, STYLE, save
 
@@ -22,22 +23,41 @@ BLOCK = "horizon"
 ENV = "errand"
 
 
+def grid_keys() -> set[str]:
+    """The keys the block's grid varies besides the seed and the method: the horizon and the walk."""
+    from gaca.orchestration.blocks import load_block
+
+    return {key for grid in load_block(BLOCK).grids for key, _ in grid} - {"seed", "algorithm"}
+
+
 def horizon_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (method, horizon, seed): the newest finished errand run at the default estimator
-    (``blocks.canonical_config`` decides, as for every table cell)."""
+    (``blocks.canonical_config``) whose setting (``blocks.setting``, the grid's keys aside) is the
+    most common one among them, as for every table cell: a run with another learning rate or group
+    size is not counted."""
     defaults = {method: canonical_config({**DEFAULT_CONFIG, "algorithm.method": method}) for method in METHODS}
+    varied = grid_keys()
 
-    def at_default(row: pd.Series) -> bool:
+    def shared_setting(row: pd.Series) -> ConfigKey | None:
+        """The run's setting without the grid's keys; None when it is not at the default estimator."""
+        config = {**run_config(row), "algorithm.method": row["method"]}
         try:
-            return canonical_config({**run_config(row), "algorithm.method": row["method"]}) == defaults[row["method"]]
+            if canonical_config(config) != defaults[row["method"]]:
+                return None
+            return tuple(sorted((key, value) for key, value in setting(config).items() if key not in varied))
         except KeyError:  # a param the method reads was not logged
-            return False
+            return None
 
     chosen = runs[(runs["status"] == "FINISHED") & (runs["env"] == ENV) & runs["method"].isin(METHODS)]
     horizon = PARAM_PREFIX + "env.horizon"
     if chosen.empty or horizon not in chosen:
         return chosen.iloc[0:0]
-    chosen = chosen[[at_default(row) for _, row in chosen.iterrows()]]
+    settings = [shared_setting(row) for _, row in chosen.iterrows()]
+    counts = pd.Series([s for s in settings if s is not None], dtype=object).value_counts(sort=False)
+    if counts.empty:
+        return chosen.iloc[0:0]
+    usual = counts.index[int(np.argmax(counts.to_numpy()))]  # most runs; ties: the newest run's
+    chosen = chosen[[s == usual for s in settings]]
     chosen = chosen.assign(horizon=chosen[horizon].astype(int), points=chosen["final"] * 100)
     return chosen.drop_duplicates(subset=["method", "horizon", "seed"])  # newest first
 

@@ -1,7 +1,7 @@
 """Learning evidence: initial and final evaluation success per (method, env, scale), over seeds.
 
 ``python -m analysis.learning [--tracking-uri URI] [--experiment gaca] [--block main] [--preset default]``
-prints a markdown table (the README's "learning evidence"): for each cell the mean and standard
+prints a markdown table (docs/benchmarks.md, "Learning on household and shop"): for each cell the mean and standard
 deviation over seeds of the evaluation success before training (iteration 0, the initial policy)
 and at the end (``final/eval_success_rate``), and of the gain. Initial and final are measured on
 the same held-out tasks, so the gain is paired per seed.

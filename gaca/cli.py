@@ -17,13 +17,13 @@ BENCHMARKS = {
 
 # command -> (module with main(argv) -> int | None, one-line help)
 COMMANDS = {
-    "train": ("gaca.trainer.entry", "train one run: gaca train algorithm=gigpo env=shop seed=1 (Hydra overrides)"),
+    "train": ("gaca.backends.entry", "train one run: gaca train algorithm=gigpo env=shop seed=1 (Hydra overrides)"),
     "sweep": ("gaca.orchestration.sweep", "run an ablation block: gaca sweep BLOCK [--dry-run] [overrides]"),
     "status": ("gaca.orchestration.status", "what is done, running, failed or missing: gaca status [BLOCK]"),
     "search": ("gaca.orchestration.search", "Optuna search over the gate: gaca search gate [--trials N] [--workers K]"),
     "report": ("analysis.report", "LaTeX tables, figures and claims from MLflow: gaca report [BLOCK ...] [--out reports/]"),
     "mlflow": ("gaca.tracking.server", "serve the project's MLflow store on 127.0.0.1 for the UI"),
-    "verl-agent": ("gaca.verl.agent_check", "can gaca's hooks run this verl-agent checkout: gaca verl-agent check PATH"),
+    "verl-agent": ("gaca.backends.verl.agent_check", "can gaca's hooks run this verl-agent checkout: gaca verl-agent check PATH"),
     "bench": (None, "print a benchmark table: gaca bench {" + "|".join(BENCHMARKS) + "}"),
 }
 

@@ -99,7 +99,7 @@ METRICS: Mapping[str, str] = {
 DIAGNOSTIC_METRICS = (DIAG_CRITICALITY_STD, DIAG_LAMBDA_MEAN, DIAG_LAMBDA_STD, DIAG_CLAMP_FRAC, DIAG_NONSINGLETON_FRAC)
 """The estimator's own diagnostics (``AdvantageOutput.diagnostics`` under ``diag/``; the paper's Table 7)."""
 SIGNAL_METRICS = (DIAG_ZERO_ADV_FRAC, DIAG_MIXED_GROUP_FRAC, DIAG_STEP_EPISODE_CORR, DIAG_LENGTH_FRAC, DIAG_C_LENGTH_CORR)
-"""Where a batch's learning signal is (``gaca.trainer.signal``; docs/testbed.md)."""
+"""Where a batch's learning signal is (``gaca.backends.cpu.signal``; docs/testbed.md)."""
 EVAL_METRICS = (EVAL_SUCCESS_RATE, EVAL_RETURN_MEAN, EVAL_EPISODE_LENGTH)
 """Logged at step 0 and at every evaluation."""
 PROGRESS_METRICS = (PERF_ITERATION_S, EVAL_SUCCESS_RATE)
@@ -227,7 +227,7 @@ NOT_IDENTITY_BACKEND = (
 KEYLESS_THREADS = 1
 """torch's thread count changes results in their last bits (FACTS.md), so it is part of a run's identity;
 one thread, every sweep job's default, drops out so that one-thread runs keep the keys they always had
-(and so does every count of a verl run). ``gaca.trainer.entry.validate`` writes the count a run will
+(and so does every count of a verl run). ``gaca.backends.entry.validate`` writes the count a run will
 use in place of null (torch's default)."""
 DEFAULT_BACKEND = "cpu"
 """Drops out of the canonical config, so runs keep the keys they had before backends existed."""

@@ -5,8 +5,8 @@ import sys
 
 from analysis.blocks import DEFAULT_CONFIG, canonical_config, setting
 from gaca import contract
+from gaca.backends.entry import compose, resolve
 from gaca.tracking.identity import run_key
-from gaca.trainer.entry import compose, resolve
 
 
 def test_the_contract_identity_and_the_analysis_grid_import_without_torch():

@@ -13,8 +13,8 @@ from gaca.backends.result import TrainResult
 from gaca.contract import CONFIG_ARTIFACT
 
 if TYPE_CHECKING:
+    from gaca.backends.config import RunConfig
     from gaca.tracking.run import RunLogger
-    from gaca.trainer.config import RunConfig
 
 
 class Stopped(RuntimeError):
@@ -47,8 +47,8 @@ def open_or_skip(run: RunConfig, resolved: dict[str, Any]) -> OpenRun | TrainRes
     from mlflow.tracking import MlflowClient
     from omegaconf import OmegaConf
 
-    from gaca.tracking.identity import run_key
     from gaca.contract import flatten
+    from gaca.tracking.identity import run_key
     from gaca.tracking.run import RunLogger, find_run
     from gaca.tracking.store import prepare_store, resolve_tracking_uri
     from gaca.tracking.tags import run_name, run_tags

@@ -1,7 +1,7 @@
 """`python -m gaca.bench.gpu` (``scripts/gpu-check.sh``): the estimators, the verl hooks and a quick
 training run on CUDA, checked against the CPU, with a timing table.
 
-1. ``compute_advantages`` for grpo, gigpo and gaca on the same tensors on CPU and on CUDA: the CUDA
+1. ``compute_advantages`` for every registered estimator on the same tensors on CPU and on CUDA: the CUDA
    result stays on CUDA and equals the CPU one within ``TOLERANCE``.
 2. verl's ``compute_advantage`` with gaca's plugin (verl 0.9.1's legacy trainer) and
    ``compute_batch_advantages`` (the verl-agent hook) on a batch in verl-agent's layout, on CPU and
@@ -27,9 +27,6 @@ import torch
 
 TOLERANCE = 1e-5
 """Largest |CUDA - CPU| accepted on an advantage (float32 reductions run in another order on a GPU)."""
-METHODS = ("grpo", "gigpo", "gaca")
-PLUGIN_NAMES = {"grpo": "gaca_grpo", "gigpo": "gigpo", "gaca": "gaca"}
-"""``AdvantageConfig.method`` -> the plugin's ``algorithm.adv_estimator``."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +64,7 @@ def compare(check: str, cpu: Callable[[], torch.Tensor], cuda: Callable[[], torc
 def estimator_rows(repeats: int) -> list[Row]:
     from gaca.bench.estimators import paper_scale_batch, typical_batch
     from gaca.estimators import AdvantageConfig, compute_advantages
+    from gaca.estimators.registry import ESTIMATORS
 
     def on(device: str, columns: dict[str, list]) -> dict[str, Any]:
         tensors = {key: torch.tensor(columns[key], device=device) for key in ("group", "traj", "step", "reward", "nll")}
@@ -79,7 +77,7 @@ def estimator_rows(repeats: int) -> list[Row]:
     for batch_name, columns in batches.items():
         inputs = {device: on(device, columns) for device in ("cpu", "cuda")}
         for conventions in ("spec", "verl_agent") if "invalid" in columns else ("spec",):
-            for method in METHODS:
+            for method in ESTIMATORS:
                 config = AdvantageConfig(method=method, conventions=conventions)
                 rows.append(compare(
                     f"estimator {method} {conventions}, {batch_name} ({len(columns['reward'])} rows)",
@@ -97,8 +95,9 @@ def hook_rows(repeats: int) -> list[Row]:
         from verl.trainer.ppo import ray_trainer
     except ImportError as error:
         return [Row("verl hooks", None, None, None, True, f"skipped: verl not importable ({error})")]
-    from gaca.verl import add_step_index, compute_batch_advantages
-    from gaca.verl.layout import build_layout_batch
+    from gaca.backends.verl import add_step_index, compute_batch_advantages
+    from gaca.backends.verl.layout import build_layout_batch
+    from gaca.estimators.registry import verl_names
 
     data = {}
     for device in ("cpu", "cuda"):
@@ -106,8 +105,7 @@ def hook_rows(repeats: int) -> list[Row]:
         add_step_index(data[device], global_step=1)
         data[device] = data[device].to(device)
     rows = []
-    for method in METHODS:
-        name = PLUGIN_NAMES[method]
+    for name in verl_names().values():  # the plugin's algorithm.adv_estimator of each estimator offered to verl
         algorithm = OmegaConf.create({"adv_estimator": name, "gamma": 1.0, "lam": 1.0, "gaca": {"conventions": "verl_agent"}})
 
         def plugin(device: str) -> torch.Tensor:  # overwrites the batch's advantages each call

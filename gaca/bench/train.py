@@ -29,8 +29,8 @@ def train_in_temporary_store(overrides: list[str], read: Callable[[MlflowClient,
     (nothing is left behind); returns ``read(client, run_id)`` and the training wall time in seconds."""
     from hydra import compose, initialize_config_dir
 
-    from gaca.trainer.entry import CONF_DIR, validate
-    from gaca.trainer.loop import train
+    from gaca.backends.cpu.loop import train
+    from gaca.backends.entry import CONF_DIR, validate
 
     with tempfile.TemporaryDirectory() as folder:
         previous = os.getcwd()

@@ -37,7 +37,7 @@ class EstimatorSpec:
     gated: bool = False
     """Whether it runs ``config.detector``: the detector's reads and needs then count as its own."""
     verl_name: str | None = None
-    """Its ``algorithm.adv_estimator`` name in verl (``gaca.verl``); None: not offered to verl."""
+    """Its ``algorithm.adv_estimator`` name in verl (``gaca.backends.verl``); None: not offered to verl."""
 
 
 @dataclass(frozen=True)

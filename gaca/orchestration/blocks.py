@@ -19,7 +19,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from gaca.trainer.entry import CONF_DIR
+from gaca.backends.entry import CONF_DIR
 
 SWEEPS_DIR = CONF_DIR.parent / "sweeps"
 """The project's block files, one per ablation block."""

@@ -96,8 +96,8 @@ def _width_known() -> bool:
 
 
 def last_iteration(log: Path) -> int:
-    """The last iteration a run's job log reports (``gaca.trainer.progress.ITERATION_LINE``), else 0."""
-    from gaca.trainer.progress import ITERATION_LINE
+    """The last iteration a run's job log reports (``gaca.backends.cpu.progress.ITERATION_LINE``), else 0."""
+    from gaca.backends.cpu.progress import ITERATION_LINE
 
     try:
         with open(log, "rb") as handle:

@@ -31,10 +31,10 @@ class RunBusy(RuntimeError):
 
 def run(cfg: DictConfig) -> float | None:
     """Train the run of ``cfg``; the final evaluation success (None when it was already finished)."""
+    from gaca.backends.cpu.checkpoint import LATEST
+    from gaca.backends.entry import train_validated, validate
     from gaca.tracking.identity import run_key
     from gaca.tracking.secrets import redact_text
-    from gaca.trainer.checkpoint import LATEST
-    from gaca.trainer.entry import train_validated, validate
 
     try:
         config, resolved = validate(cfg)

@@ -103,7 +103,7 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
     print(f"\n{name}: {len(runs)} runs ({states}); MLflow {redact_uri(uri)}, experiment {experiment!r}")
     parallel = session.parallel_jobs
     if parallel is None and uri.startswith("sqlite:"):
-        print("note: jobs on several nodes should log through a server (README, MLflow): gaca mlflow --host 0.0.0.0")
+        print("note: jobs on several nodes should log through a server (sweeps/README.md, MLflow): gaca mlflow --host 0.0.0.0")
     to_launch = [run for run in runs if run.state in LAUNCHED]
     verl_runs = [run for run in to_launch if run.config.backend.name == "verl"]
     if verl_runs:
@@ -147,7 +147,7 @@ def unusable_places(runs: list[PlannedRun], uri: str, session: HydraSession, dry
 
 def verl_jobs(runs: list[PlannedRun], uri: str, session: HydraSession) -> str:
     """The exact command line and environment of each verl job, as its job wrapper will start it."""
-    from gaca.paper.verl_job import build_job, gpus_per_node
+    from gaca.backends.verl.job import build_job, gpus_per_node
 
     launcher_gpus = session.launcher_config.get("gpus_per_node")
     launcher_gpus = int(launcher_gpus) if launcher_gpus else None

@@ -2,9 +2,9 @@
 
 The store (``mlflow.db`` in the working folder unless ``--store`` says otherwise) and the ``gaca``
 experiment are created first, by this one process, before the server's workers open them.
-On a cluster, run it where the jobs can reach it (``--host 0.0.0.0`` and ``--allowed-hosts``,
-README: "MLflow") and give the jobs ``MLFLOW_TRACKING_URI=http://HOST:PORT``. Anything after
-``--`` goes to ``mlflow server`` unchanged.
+On a cluster, run it where the jobs can reach it (``--host 0.0.0.0`` and ``--allowed-hosts``;
+sweeps/README.md, "The MLflow store and server") and give the jobs
+``MLFLOW_TRACKING_URI=http://HOST:PORT``. Anything after ``--`` goes to ``mlflow server`` unchanged.
 """
 
 from __future__ import annotations

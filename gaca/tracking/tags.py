@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from gaca.contract import TAG_BACKEND, TAG_BLOCK, TAG_ENV, TAG_METHOD, TAG_SCALE, TAG_SEED
 
 if TYPE_CHECKING:
-    from gaca.trainer.config import RunConfig
+    from gaca.backends.config import RunConfig
 
 
 def scale(run: RunConfig) -> str:

@@ -8,8 +8,8 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 from analysis.report import main as report_main
-from gaca.trainer.entry import CONF_DIR, validate
-from gaca.trainer.loop import train
+from gaca.backends.cpu.loop import train
+from gaca.backends.entry import CONF_DIR, validate
 
 pytestmark = pytest.mark.slow
 

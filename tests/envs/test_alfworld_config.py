@@ -11,8 +11,8 @@ if any(importlib.util.find_spec(name) is None for name in ("alfworld", "textworl
 
 from hydra import compose, initialize_config_dir
 
+from gaca.backends.entry import CONF_DIR, ConfigError, validate
 from gaca.envs import FAMILIES, EnvConfig
-from gaca.trainer.entry import CONF_DIR, ConfigError, validate
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import pytest
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
+from gaca.contract import SEEDS
 from gaca.orchestration import search
 from gaca.orchestration.search import common_means, load_search, report_progress
 
@@ -40,6 +41,7 @@ def test_report_progress_feeds_the_median_pruner_and_stops_at_a_prune():
 
 
 def test_search_overrides_and_clashes_are_checked_before_a_study_exists(workspace: Path, capsys):
+    assert load_search("gate").seeds == SEEDS  # the file says null: the contract's seeds
     assert load_search("gate", ["search.seeds=[0,1]"], trials=4).seeds == (0, 1)
     with pytest.raises(ValueError, match="search override"):
         load_search("gate", ["search.sed=0"])

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from gaca.tracking.identity import run_key
 from gaca.backends import BACKENDS
-from gaca.trainer.config import BackendConfig
-from gaca.trainer.entry import ConfigError
+from gaca.backends.config import BackendConfig
+from gaca.backends.entry import ConfigError
+from gaca.tracking.identity import run_key
 
 from .conftest import PAPER, compose_run
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gaca.paper.verl_job import RUN_ID_PENDING, build_job
+from gaca.backends.verl.job import RUN_ID_PENDING, build_job
 from gaca.tracking.identity import run_key
 
 from .conftest import compose_run, gaca
@@ -59,7 +59,7 @@ def test_the_dry_run_prints_every_jobs_exact_command_and_the_gpu_hours(tmp_path:
         folder, env, argv = parse_shell(command)
         assert (folder, env, argv) == (expected.cwd, dict(expected.env), expected.argv)
         assert env["MLFLOW_RUN_ID"] == RUN_ID_PENDING and env["GACA_RUN_KEY"] == key
-        assert argv[1:3] == ["-m", "gaca.verl.agent_main"]  # verl-agent's main_ppo behind gaca's hooks
+        assert argv[1:3] == ["-m", "gaca.backends.verl.agent_main"]  # verl-agent's main_ppo behind gaca's hooks
         assert "trainer.n_gpus_per_node=4" in argv and "trainer.total_training_steps=150" in argv
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from mlflow.tracking import MlflowClient
 
-from gaca.paper.metrics import VERL_TO_CONTRACT
+from gaca.backends.verl.metrics import VERL_TO_CONTRACT
 
 from .conftest import MODEL, PAPER, gaca, standin_overrides
 

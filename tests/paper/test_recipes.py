@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from gaca.paper.verl_job import build_job
+from gaca.backends.verl.job import build_job
 from gaca.tracking.identity import run_key
 
 from .conftest import PAPER, compose_run

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from gaca.backends.entry import compose, validate
 from gaca.tracking.identity import run_key
-from gaca.trainer.entry import compose, validate
 
 
 def key_of(*overrides: str) -> tuple[str, dict]:

@@ -9,7 +9,7 @@ from mlflow.tracking import MlflowClient
 if any(importlib.util.find_spec(name) is None for name in ("alfworld", "textworld")):
     pytest.skip("needs the alfworld extra (pip install 'gaca[alfworld]')", allow_module_level=True)
 
-from gaca.trainer.loop import train
+from gaca.backends.cpu.loop import train
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,9 @@ import json
 import pytest
 from mlflow.tracking import MlflowClient
 
-from gaca.trainer.checkpoint import MANIFEST, CorruptCheckpoint, checkpoint_folders, load_checkpoint, verify
+from gaca.backends.cpu.checkpoint import MANIFEST, CorruptCheckpoint, checkpoint_folders, load_checkpoint, verify
+from gaca.backends.cpu.loop import train
 from gaca.backends.lifecycle import Stopped
-from gaca.trainer.loop import train
 
 SIX = ("trainer.iterations=6", "trainer.checkpoint_every=2", "algorithm=grpo")
 RESULTS = ("train/success_rate", "loss/policy", "eval/success_rate", "final/eval_success_rate")

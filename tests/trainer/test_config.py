@@ -8,7 +8,7 @@ import sys
 import pytest
 from hydra import compose, initialize_config_dir
 
-from gaca.trainer.entry import CONF_DIR, ConfigError, validate
+from gaca.backends.entry import CONF_DIR, ConfigError, validate
 
 
 def compose_validate(overrides):

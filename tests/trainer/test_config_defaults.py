@@ -4,9 +4,9 @@ from dataclasses import asdict
 
 import pytest
 
+from gaca.backends.config import BackendConfig, RunConfig, TrackingConfig, TrainerConfig
+from gaca.backends.entry import compose, resolve
 from gaca.estimators import AdvantageConfig
-from gaca.trainer.config import BackendConfig, RunConfig, TrackingConfig, TrainerConfig
-from gaca.trainer.entry import compose, resolve
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@ import gc
 
 import pytest
 
-from gaca.trainer.garbage_collector import RUN_THRESHOLDS, relaxed_gc
+from gaca.backends.cpu.garbage_collector import RUN_THRESHOLDS, relaxed_gc
 
 
 def test_relaxed_gc_raises_thresholds_and_restores_them():

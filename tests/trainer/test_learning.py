@@ -13,8 +13,8 @@ import csv
 import pytest
 from mlflow.tracking import MlflowClient
 
-from gaca.trainer.entry import CONF_DIR, validate
-from gaca.trainer.loop import train
+from gaca.backends.cpu.loop import train
+from gaca.backends.entry import CONF_DIR, validate
 
 pytestmark = pytest.mark.slow
 

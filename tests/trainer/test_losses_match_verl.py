@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from gaca.trainer.losses import clipped_policy_loss, low_var_kl, masked_mean
+from gaca.backends.cpu.losses import clipped_policy_loss, low_var_kl, masked_mean
 
 core_algos = pytest.importorskip("verl.trainer.ppo.core_algos", reason="needs the verl extra (CI installs it)")
 pytestmark = pytest.mark.verl

@@ -2,8 +2,8 @@
 
 import re
 
+from gaca.backends.cpu.loop import PRIOR_CHECK_TASKS, initial_policy, prior_accuracy
 from gaca.envs import make_family
-from gaca.trainer.loop import PRIOR_CHECK_TASKS, initial_policy, prior_accuracy
 
 
 def _build(compose_run, tmp_path, capsys, *overrides):

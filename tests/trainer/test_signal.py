@@ -17,10 +17,10 @@ from gaca.contract import (
     DIAG_ZERO_ADV_FRAC as ZERO_ADVANTAGE_FRAC,
     SIGNAL_METRICS,
 )
+from gaca.backends.cpu.loop import _histogram_csv, sampled_token_mask, train
+from gaca.backends.cpu.rollout import Episode, Rollouts, StepRows
+from gaca.backends.cpu.signal import batch_signal
 from gaca.estimators import AdvantageConfig, AdvantageOutput, compute_advantages
-from gaca.trainer.loop import _histogram_csv, sampled_token_mask, train
-from gaca.trainer.rollout import Episode, Rollouts, StepRows
-from gaca.trainer.signal import batch_signal
 
 
 def test_forced_tokens_never_enter_the_mean_nll():

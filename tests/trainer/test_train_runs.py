@@ -8,8 +8,8 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from gaca import contract
+from gaca.backends.cpu.loop import train
 from gaca.backends.lifecycle import Stopped
-from gaca.trainer.loop import train
 
 pytestmark = pytest.mark.slow
 
@@ -94,6 +94,6 @@ def test_finished_run_is_skipped(workdir, compose_run):
 
 
 def _policy_weights(checkpoint_dir):
-    from gaca.trainer.checkpoint import load_checkpoint
+    from gaca.backends.cpu.checkpoint import load_checkpoint
 
     return load_checkpoint(checkpoint_dir).policy.model.state_dict()

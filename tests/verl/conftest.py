@@ -1,4 +1,4 @@
-"""The verl tests' batches: ``gaca.verl.layout`` (verl-agent's exact layout and its reference)."""
+"""The verl tests' batches: ``gaca.backends.verl.layout`` (verl-agent's exact layout and its reference)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Callable
 
 import pytest
 
-from gaca.verl.layout import LayoutBatch, build_layout_batch
+from gaca.backends.verl.layout import LayoutBatch, build_layout_batch
 
 
 @pytest.fixture

@@ -15,9 +15,9 @@ from omegaconf import OmegaConf
 pytest.importorskip("verl")
 pytestmark = pytest.mark.verl
 
+from gaca.backends.verl import ESTIMATOR_METHODS, agent_hooks  # noqa: E402
+from gaca.backends.verl.layout import build_layout_batch  # noqa: E402
 from gaca.estimators import AdvantageConfig  # noqa: E402
-from gaca.verl import ESTIMATOR_METHODS, agent_hooks  # noqa: E402
-from gaca.verl.layout import build_layout_batch  # noqa: E402
 
 from .fake_verl_agent import write_checkout  # noqa: E402
 

@@ -17,9 +17,9 @@ pytestmark = pytest.mark.verl
 import verl  # noqa: E402  (loads gaca's plugin through the verl.plugins entry point)
 from verl.trainer.ppo import core_algos, ray_trainer  # noqa: E402
 
+from gaca.backends.verl import DIAGNOSTICS_KEY, register_estimators  # noqa: E402
+from gaca.backends.verl.registration import ESTIMATORS  # noqa: E402
 from gaca.estimators import AdvantageConfig  # noqa: E402
-from gaca.verl import DIAGNOSTICS_KEY, register_estimators  # noqa: E402
-from gaca.verl.registration import ESTIMATORS  # noqa: E402
 
 METHODS = {"gaca": "gaca", "gigpo": "gigpo", "gaca_grpo": "grpo"}
 
@@ -178,7 +178,7 @@ def test_import_verl_in_a_fresh_process_loads_the_plugin_through_the_entry_point
         "from importlib.metadata import entry_points\n"
         "print([ep.value for ep in entry_points(group='verl.plugins') if ep.name == 'gaca'])\n"
         "import verl\n"
-        "print('gaca.verl.plugin' in sys.modules)\n"
+        "print('gaca.backends.verl.plugin' in sys.modules)\n"
         "from verl.trainer.ppo import core_algos, ray_trainer\n"
         "print(sorted(n for n in ('gaca', 'gigpo', 'gaca_grpo') if n in core_algos.ADV_ESTIMATOR_REGISTRY))\n"
         "print(getattr(ray_trainer.compute_advantage, 'holds_batch_for_gaca', False))\n"
@@ -186,4 +186,4 @@ def test_import_verl_in_a_fresh_process_loads_the_plugin_through_the_entry_point
     env = {key: value for key, value in os.environ.items() if key != "VERL_USE_EXTERNAL_PLUGINS"}
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n")[:4] == ["['gaca.verl.plugin']", "True", "['gaca', 'gaca_grpo', 'gigpo']", "True"]
+    assert result.stdout.split("\n")[:4] == ["['gaca.backends.verl.plugin']", "True", "['gaca', 'gaca_grpo', 'gigpo']", "True"]

@@ -8,7 +8,8 @@ from typing import Mapping
 
 from omegaconf import OmegaConf
 
-from gaca.trainer.entry import CONF_DIR
+from gaca.backends.entry import CONF_DIR
+from gaca.contract import SEEDS
 
 SEARCH_DIR = CONF_DIR / "search"
 BLOCK = "search"
@@ -28,6 +29,7 @@ class SearchConfig:
     trials: int
     workers: int
     seeds: tuple[int, ...]
+    """Each trial trains once per seed; the file's null means ``gaca.contract.SEEDS``."""
     sampler_seed: int
     sampler_startup_trials: int
     pruner_startup_trials: int
@@ -66,7 +68,7 @@ def load_search(
         storage=storage or raw["storage"] or f"sqlite:///{Path.cwd() / 'optuna.db'}",
         trials=raw["trials"] if trials is None else trials,
         workers=raw["workers"] if workers is None else workers,
-        seeds=tuple(raw["seeds"]),
+        seeds=SEEDS if raw["seeds"] is None else tuple(raw["seeds"]),
         sampler_seed=raw["sampler"]["seed"],
         sampler_startup_trials=raw["sampler"]["n_startup_trials"],
         pruner_startup_trials=raw["pruner"]["n_startup_trials"],

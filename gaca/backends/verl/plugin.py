@@ -5,8 +5,8 @@ It imports nothing from verl now; when verl's trainer modules are imported it re
 verl swallows a plugin's import errors (logged at DEBUG), so this module does as little as possible.
 """
 
-from gaca.verl.imports import when_imported
-from gaca.verl.registration import install_batch_hook, register_estimators
+from gaca.backends.verl.imports import when_imported
+from gaca.backends.verl.registration import install_batch_hook, register_estimators
 
 when_imported("verl.trainer.ppo.core_algos", register_estimators)
 when_imported("verl.trainer.ppo.ray_trainer", install_batch_hook)

@@ -177,10 +177,10 @@ VERL_ENV_FAMILIES = ("household", "alfworld", "shop")
 @dataclass(frozen=True)
 class BackendConfig:
     """What trains the run. ``cpu`` ignores every other field; ``verl`` builds verl-agent's
-    ``python -m verl.trainer.main_ppo`` command line from the run config (``gaca.paper.verl_job``)."""
+    ``main_ppo`` command line from the run config (``gaca.backends.verl.job``)."""
 
     name: str = "cpu"
-    """cpu: the embedded trainer (gaca.trainer.loop); verl: a verl-agent training job (gaca.paper.launch)."""
+    """cpu: the embedded trainer (gaca.backends.cpu.loop); verl: a verl-agent training job (gaca.backends.verl.launch)."""
     gpus_per_node: int | None = None
     """trainer.n_gpus_per_node; None = the launcher's hydra.launcher.gpus_per_node, else 1."""
     nnodes: int = 1
@@ -200,7 +200,7 @@ class BackendConfig:
     verl_agent_dir: str | None = None
     """A verl-agent checkout: the job's working folder, prepended to PYTHONPATH; None = as installed."""
     trainer_command: list[str] | None = None
-    """The trainer process; None = [this Python, -m, verl.trainer.main_ppo]. Tests put a CPU stand-in here."""
+    """The trainer process; None = [this Python, -m, gaca.backends.verl.agent_main]. Tests put a CPU stand-in here."""
     overrides: list[str] = field(default_factory=list)
     """Extra Hydra overrides for verl, appended last (they win), e.g. [actor_rollout_ref.rollout.name=sglang]."""
     env_vars: dict[str, str] = field(default_factory=dict)

@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from gaca.backends.verl.options import RewardOptions
 from gaca.estimators.config import AdvantageConfig
 from gaca.estimators.tokens import mean_token_nll
-from gaca.verl.options import RewardOptions
 
 if TYPE_CHECKING:
     from verl import DataProto

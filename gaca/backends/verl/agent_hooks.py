@@ -16,10 +16,10 @@ trainer, ``verl/trainer/ppo/ray_trainer.py``. For ``algorithm.adv_estimator`` in
    self.config.algorithm)`` and every other name to verl-agent's own code.
 
 Where they run: verl-agent's ``main_ppo`` builds the trainer inside a Ray actor (``TaskRunner``),
-not in the process that starts it. ``gaca.verl.agent_main`` installs the hooks in its own process
+not in the process that starts it. ``gaca.backends.verl.agent_main`` installs the hooks in its own process
 and, through Ray's ``runtime_env['worker_process_setup_hook']``, in every Ray worker process; in
 each they take effect when ``verl.trainer.ppo.ray_trainer`` is imported. ``gaca verl-agent check
-PATH`` (``gaca.verl.agent_check``) says whether a checkout has what they need.
+PATH`` (``gaca.backends.verl.agent_check``) says whether a checkout has what they need.
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ from enum import Enum
 from types import ModuleType
 from typing import Any, Callable
 
-from gaca.verl.imports import when_imported
-from gaca.verl.options import ESTIMATOR_METHODS
+from gaca.backends.verl.imports import when_imported
+from gaca.backends.verl.options import ESTIMATOR_METHODS
 
 RAY_TRAINER = "verl.trainer.ppo.ray_trainer"
 MAIN_PPO = "verl.trainer.main_ppo"
 TRAINER_CLASS = "RayPPOTrainer"
 STAND_IN_ESTIMATOR = "gigpo"
 """verl-agent's ``AdvantageEstimator.GiGPO``: a name its ``RayPPOTrainer.__init__`` runs without a critic."""
-WORKER_SETUP_HOOK = "gaca.verl.agent_hooks.install"
+WORKER_SETUP_HOOK = "gaca.backends.verl.agent_hooks.install"
 """Ray's ``worker_process_setup_hook``: called in every Ray worker process when it starts."""
 HOOKED = "_gaca_hooks"
 
@@ -135,7 +135,7 @@ def _stamping(rollout: Callable[..., Any], trainer: Any) -> Callable[..., Any]:
 
     @functools.wraps(rollout)
     def multi_turn_loop(*args: Any, **kwargs: Any) -> Any:
-        from gaca.verl.batch import add_step_index
+        from gaca.backends.verl.batch import add_step_index
 
         batch = rollout(*args, **kwargs)
         call = signature.bind(*args, **kwargs)
@@ -152,7 +152,7 @@ def _dispatching(compute_advantage: Callable[..., Any]) -> Callable[..., Any]:
     def dispatching(data: Any, adv_estimator: Any, *args: Any, **kwargs: Any) -> Any:
         if not is_gaca_estimator(adv_estimator):
             return compute_advantage(data, adv_estimator, *args, **kwargs)
-        from gaca.verl.advantage import compute_batch_advantages
+        from gaca.backends.verl.advantage import compute_batch_advantages
 
         name = adv_estimator.value if isinstance(adv_estimator, Enum) else adv_estimator
         algorithm = kwargs["config"] if kwargs.get("config") is not None else _ALGORITHM.get()

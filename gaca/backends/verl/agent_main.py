@@ -1,7 +1,7 @@
-"""``python -m gaca.verl.agent_main [Hydra overrides]``: verl-agent's ``python -m verl.trainer.main_ppo``
-with gaca's hooks (``gaca.verl.agent_hooks``), the entry point of ``backend=verl`` jobs.
+"""``python -m gaca.backends.verl.agent_main [Hydra overrides]``: verl-agent's ``python -m verl.trainer.main_ppo``
+with gaca's hooks (``gaca.backends.verl.agent_hooks``), the entry point of ``backend=verl`` jobs.
 
-1. It checks the verl-agent that ``import verl`` would load (``gaca.verl.agent_check``), from its
+1. It checks the verl-agent that ``import verl`` would load (``gaca.backends.verl.agent_check``), from its
    source, and exits with status 2 naming what is missing.
 2. It installs the hooks in this process and in Ray's worker processes.
 3. It runs verl-agent's ``verl.trainer.main_ppo`` as ``__main__``, with the same command line.
@@ -24,13 +24,13 @@ def checkout_root() -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gaca.verl import agent_hooks
-    from gaca.verl.agent_check import check, report
+    from gaca.backends.verl import agent_hooks
+    from gaca.backends.verl.agent_check import check, report
 
     overrides = sys.argv[1:] if argv is None else argv
     root = checkout_root()
     if root is None:
-        print("gaca.verl.agent_main: no `verl` package is importable; install verl-agent or run from its checkout",
+        print("gaca.backends.verl.agent_main: no `verl` package is importable; install verl-agent or run from its checkout",
               file=sys.stderr)
         return 2
     results = check(root)

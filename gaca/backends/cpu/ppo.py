@@ -7,12 +7,12 @@ from typing import Sequence
 
 import torch
 
+from gaca.backends.config import TrainerConfig
+from gaca.backends.cpu.losses import clipped_policy_loss, low_var_kl, masked_mean
+from gaca.backends.cpu.rollout import StepRows
 from gaca.estimators.tokens import broadcast_to_tokens
 from gaca.policy.logprobs import sequence_logprobs
 from gaca.policy.model import Policy
-from gaca.trainer.config import TrainerConfig
-from gaca.trainer.losses import clipped_policy_loss, low_var_kl, masked_mean
-from gaca.trainer.rollout import StepRows
 
 
 def pad_rows(values: Sequence[Sequence[float]], width: int) -> torch.Tensor:

@@ -23,12 +23,12 @@ import subprocess
 import sys
 from typing import Any
 
+from gaca.backends.config import RunConfig
 from gaca.backends.lifecycle import finishing, open_or_skip
 from gaca.backends.result import TrainResult
+from gaca.backends.verl.job import VerlJob, build_job, launcher_gpus_per_node
+from gaca.backends.verl.metrics import publish_contract_metrics
 from gaca.contract import FINAL_EVAL_SUCCESS_RATE
-from gaca.paper.metrics import publish_contract_metrics
-from gaca.paper.verl_job import VerlJob, build_job, launcher_gpus_per_node
-from gaca.trainer.config import RunConfig
 
 STOP_GRACE_S = 30.0
 """Seconds the trainer gets to exit after SIGTERM before SIGKILL."""

@@ -1,9 +1,9 @@
-"""A run config as a verl training job: ``python -m gaca.verl.agent_main`` (verl-agent's
+"""A run config as a verl training job: ``python -m gaca.backends.verl.agent_main`` (verl-agent's
 ``verl.trainer.main_ppo`` with gaca's hooks) with Hydra overrides, the environment the process
 needs, and the folder it starts in.
 
 The trainer is an unmodified verl-agent checkout (the public GiGPO code: a fork of verl whose trainer
-adds the multi-turn environment loop that ALFWorld and WebShop need); ``gaca.verl.agent_hooks``
+adds the multi-turn environment loop that ALFWorld and WebShop need); ``gaca.backends.verl.agent_hooks``
 makes it run gaca's estimators, named by ``algorithm.adv_estimator`` (gaca, gigpo, and gaca_grpo
 for grpo, since ``grpo`` stays verl's own), their options under ``+algorithm.gaca.*``.
 
@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from gaca.backends.config import RunConfig
 from gaca.estimators.registry import verl_names
 from gaca.tracking.tags import run_name
-from gaca.trainer.config import RunConfig
 
-TRAINER_MODULE = "gaca.verl.agent_main"
+TRAINER_MODULE = "gaca.backends.verl.agent_main"
 """Checks the verl-agent checkout, installs gaca's hooks, then runs its ``verl.trainer.main_ppo``."""
 RUN_ID_PENDING = "<created or resumed by the job>"
 """``MLFLOW_RUN_ID`` as printed by ``--dry-run`` for a run MLflow does not hold yet."""

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from gaca.backends.verl.batch import GLOBAL_STEP, read_step_rows
+from gaca.backends.verl.options import plugin_options
 from gaca.estimators.core import AdvantageOutput, compute_advantages
 from gaca.estimators.tokens import broadcast_to_tokens
-from gaca.verl.batch import GLOBAL_STEP, read_step_rows
-from gaca.verl.options import plugin_options
 
 if TYPE_CHECKING:
     from verl import DataProto
@@ -27,7 +27,7 @@ def token_level_advantages(
     exactly 0 outside ``response_mask``.
 
     Args:
-        data: one row per agent step; fields as in ``gaca.verl.batch``.
+        data: one row per agent step; fields as in ``gaca.backends.verl.batch``.
         estimator: ``gaca``, ``gigpo`` or ``gaca_grpo``.
         algorithm: verl's ``algorithm`` config; options under its ``gaca`` node.
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from gaca import contract
+from gaca.backends.cpu.rollout import Rollouts
 from gaca.estimators import AdvantageOutput
-from gaca.trainer.rollout import Rollouts
 
 ZERO = 1e-9
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from gaca.verl.advantage import DIAGNOSTICS_KEY, diagnostics, token_level_advantages
-from gaca.verl.batch import V1_HINT
-from gaca.verl.options import ESTIMATOR_METHODS
+from gaca.backends.verl.advantage import DIAGNOSTICS_KEY, diagnostics, token_level_advantages
+from gaca.backends.verl.batch import V1_HINT
+from gaca.backends.verl.options import ESTIMATOR_METHODS
 
 if TYPE_CHECKING:
     from verl import DataProto
@@ -39,7 +39,7 @@ def _registered_estimator(name: str) -> Callable[..., tuple[torch.Tensor, torch.
                 f"algorithm.adv_estimator={name!r} needs the whole batch (trajectory ids, anchor observations, "
                 "step rewards), which reaches it only through verl.trainer.ppo.ray_trainer.compute_advantage "
                 f"with gaca's plugin loaded (`import verl` loads it). {V1_HINT}; other trainers call "
-                "gaca.verl.compute_batch_advantages(data, name, algorithm_config) themselves."
+                "gaca.backends.verl.compute_batch_advantages(data, name, algorithm_config) themselves."
             )
         advantages, output = token_level_advantages(data, name, config)
         data.meta_info[DIAGNOSTICS_KEY] = diagnostics(output)

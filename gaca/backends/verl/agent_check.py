@@ -1,5 +1,5 @@
 """``gaca verl-agent check PATH``: whether a verl-agent checkout has every function, class and
-signature that gaca's hooks (``gaca.verl.agent_hooks``) need, read from its source with ``ast``
+signature that gaca's hooks (``gaca.backends.verl.agent_hooks``) need, read from its source with ``ast``
 (nothing of it is imported). Exit status 0 when all are there, 2 otherwise, naming each missing one.
 """
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from gaca.verl.agent_hooks import MAIN_PPO, RAY_TRAINER, STAND_IN_ESTIMATOR, TRAINER_CLASS
-from gaca.verl.batch import PROVIDERS, ROLLOUT
+from gaca.backends.verl.agent_hooks import MAIN_PPO, RAY_TRAINER, STAND_IN_ESTIMATOR, TRAINER_CLASS
+from gaca.backends.verl.batch import PROVIDERS, ROLLOUT
 
 MAIN_PPO_FILE = MAIN_PPO.replace(".", "/") + ".py"
 RAY_TRAINER_FILE = RAY_TRAINER.replace(".", "/") + ".py"
@@ -188,7 +188,7 @@ def check(root: Path) -> list[Result]:
 
 
 def report(root: Path, results: list[Result]) -> str:
-    lines = [f"verl-agent at {root}: what gaca's hooks need (gaca.verl.agent_hooks)"]
+    lines = [f"verl-agent at {root}: what gaca's hooks need (gaca.backends.verl.agent_hooks)"]
     for result in results:
         requirement = result.requirement
         status = "ok     " if result.ok else "MISSING"

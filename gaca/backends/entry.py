@@ -30,7 +30,7 @@ def resolve(cfg: DictConfig) -> dict[str, Any]:
 
 def validate(cfg: DictConfig):
     """(RunConfig, resolved dict) or ConfigError naming the key."""
-    from gaca.trainer.config import RunConfig
+    from gaca.backends.config import RunConfig
 
     resolved = resolve(cfg)
     trainer = resolved.get("trainer")

@@ -20,20 +20,20 @@ import numpy as np
 import torch
 
 from gaca import contract
+from gaca.backends.config import RunConfig
+from gaca.backends.cpu.checkpoint import load_checkpoint, save_checkpoint
+from gaca.backends.cpu.garbage_collector import relaxed_gc
+from gaca.backends.cpu.ppo import UpdateStats, pad_rows, ppo_update
+from gaca.backends.cpu.progress import Progress
+from gaca.backends.cpu.rollout import Rollouts, StepRows, collect_rollouts
+from gaca.backends.cpu.signal import batch_signal
 from gaca.backends.lifecycle import OpenRun, Stopped, finishing, open_or_skip
 from gaca.backends.result import TrainResult
 from gaca.envs import EnvFamily, PriorChoice, make_family
 from gaca.estimators import AdvantageOutput, compute_advantages, mean_token_nll
 from gaca.policy.bc import behaviour_clone, cached_policy, choice_probabilities, collect_demos
-from gaca.policy.prompt import observation_prompt
 from gaca.policy.model import Policy
-from gaca.trainer.checkpoint import load_checkpoint, save_checkpoint
-from gaca.trainer.config import RunConfig
-from gaca.trainer.garbage_collector import relaxed_gc
-from gaca.trainer.ppo import UpdateStats, pad_rows, ppo_update
-from gaca.trainer.progress import Progress
-from gaca.trainer.rollout import Rollouts, StepRows, collect_rollouts
-from gaca.trainer.signal import batch_signal
+from gaca.policy.prompt import observation_prompt
 from gaca.tracking.run import RunLogger
 
 PURPOSE_TASKS, PURPOSE_ROLLOUT, PURPOSE_UPDATE, PURPOSE_EVAL = 1, 2, 3, 4
