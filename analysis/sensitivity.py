@@ -40,6 +40,9 @@ class Sensitivity:
     anova: tuple[float, float]
     kruskal: tuple[float, float]
     friedman: tuple[float, float] | None
+    seeds_needed: dict[float, int | None]
+    """alpha -> seeds per setting a one-way ANOVA needs for power ``POWER`` if the observed means were true
+    (empty without seed noise)."""
 
 
 def select(runs: pd.DataFrame, block: str, by: str, where: dict[str, float], measure: str = "final") -> pd.DataFrame:
@@ -72,6 +75,7 @@ def sensitivity(table: pd.DataFrame) -> Sensitivity:
     means = [g.mean() for g in groups]
     within = sum(((g - g.mean()) ** 2).sum() for g in groups)
     dof = sum(len(g) - 1 for g in groups)
+    pooled = math.sqrt(within / dof)
     complete = table.dropna(axis=1)
     friedman = None
     if complete.shape[1] >= 2 and len(groups) >= 3:
@@ -79,10 +83,11 @@ def sensitivity(table: pd.DataFrame) -> Sensitivity:
     return Sensitivity(
         table=table,
         spread=float(max(means) - min(means)),
-        pooled_seed_std=math.sqrt(within / dof),
+        pooled_seed_std=pooled,
         anova=tuple(float(x) for x in stats.f_oneway(*groups)),
         kruskal=tuple(float(x) for x in stats.kruskal(*groups)),
         friedman=friedman,
+        seeds_needed={alpha: anova_seeds_needed(means, pooled, alpha) for alpha in (0.05, 0.01)} if pooled > 0 else {},
     )
 
 
@@ -99,13 +104,12 @@ def render(result: Sensitivity, by: str, measure: str = "final") -> str:
     lines.append(f"Kruskal-Wallis: H = {result.kruskal[0]:.2f}, p = {result.kruskal[1]:.2g}")
     if result.friedman is not None:
         lines.append(f"Friedman (seeds as blocks): chi2 = {result.friedman[0]:.2f}, p = {result.friedman[1]:.2g}")
-    means = [row.dropna().mean() for _, row in table.iterrows()]
-    needed = {alpha: anova_seeds_needed(means, result.pooled_seed_std, alpha) for alpha in (0.05, 0.01)}
-    said = " and ".join(f"{n if n is not None else 'more than 10000'} at alpha {alpha}" for alpha, n in needed.items())
-    lines.append(
-        f"seeds per setting for power {POWER} if these means were the true ones (an optimistic plan: "
-        f"observed spreads overstate true ones): {said}"
-    )
+    if result.seeds_needed:
+        said = " and ".join(f"{n if n is not None else 'more than 10000'} at alpha {alpha}" for alpha, n in result.seeds_needed.items())
+        lines.append(
+            f"seeds per setting for power {POWER} if these means were the true ones (an optimistic plan: "
+            f"observed spreads overstate true ones): {said}"
+        )
     return "\n".join(lines)
 
 

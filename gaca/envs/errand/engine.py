@@ -35,12 +35,13 @@ class ErrandEnv(Env):
         self.show_held = show_held
         self.goal_route = task.ends.index(task.goal)
         self.goal_position = len(task.route) + 1
+        self._places = tuple((task.start, *route, end) for route, end in zip(task.routes, task.ends))
         self.target = next(o for o, name in enumerate(task.objects) if name.split()[0] == task.target_type)
 
     @property
     def places(self) -> tuple[str, ...]:
         """The receptacles of the current route by position: the start, its stops, its end."""
-        return (self.task.start, *self.task.routes[self.route], self.task.ends[self.route])
+        return self._places[self.route]
 
     def reset(self) -> Observation:
         self.position = START
