@@ -16,8 +16,12 @@ from mlflow.tracking import MlflowClient
 from gaca.bench.train import train_in_temporary_store
 from gaca import contract
 
+CONSTRAINED = ["model.decoding=constrained", "model.show_admissible=false"]
+"""Decoding among the environment's well-formed commands, with no command list in the prompt."""
+
 TESTBEDS: dict[str, list[str]] = {
-    "household": ["env=household", "trainer.eval_episodes_per_task=1"],
+    "household": ["env=household", "trainer.eval_episodes_per_task=1", *CONSTRAINED],
+    "errand-constrained": CONSTRAINED,
     "errand-hidden": ["env.knobs.show_held=0"],
     "errand-chance": ["env.knobs.prior_accuracy=0"],
     "errand-one-end": ["env.knobs.num_goals=1"],
@@ -25,7 +29,8 @@ TESTBEDS: dict[str, list[str]] = {
 }
 """Testbed name -> overrides on the composed defaults: household is the earlier CPU default of the
 ablations (horizon 20, constrained decoding over admissible commands only, one evaluation episode
-per task); errand is the ablation default; errand-hidden is errand with the carried object shown
+per task); errand is the ablation default (free decoding, the admissible commands listed in the
+prompt); errand-constrained is errand decoded among its well-formed commands; errand-hidden is errand with the carried object shown
 only by "inventory" (as in ALFWorld), the variant it was chosen over; errand-chance is errand whose
 base policy chooses at chance (no prior stage), on which RL does not learn the choice within the
 budget; errand-one-end is errand whose route ends at the goal (one pivot, not two) (docs/testbed.md)."""

@@ -30,6 +30,8 @@ LEARNABLE = [
     "env.knobs.num_receptacles=3",
     "env.knobs.closed_fraction=0.0",
     "env.horizon=12",
+    "model.decoding=constrained",  # household's layouts change per task; free decoding would need copying
+    "model.show_admissible=false",
     "algorithm=gaca",
     "seed=0",
 ]
