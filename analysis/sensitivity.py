@@ -113,6 +113,20 @@ def render(result: Sensitivity, by: str, measure: str = "final") -> str:
     return "\n".join(lines)
 
 
+def restrict_seeds(table: pd.DataFrame, seeds: list[int]) -> pd.DataFrame:
+    """The columns of a settings x seeds table that are in ``seeds`` (a design's seeds: runs of other
+    seeds, such as an interrupted extension, stay out of the tests)."""
+    return table.loc[:, [seed for seed in table.columns if int(seed) in seeds]]
+
+
+def seed_list(text: str) -> list[int]:
+    """``--seeds``: comma-separated integers."""
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be comma-separated integers, e.g. 0,1,2, got {text!r}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis.sensitivity", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -122,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--by", default="algorithm.lambda0", help="the param whose settings are compared")
     parser.add_argument("--all-rows", action="store_true", help="do not restrict lambda0 to the modulation-off rows")
     parser.add_argument("--measure", choices=sorted(MEASURES), default="final", help="final success or AUC")
+    parser.add_argument("--seeds", type=seed_list, default=None,
+                        help="comma-separated seeds to compare (default: every seed found), e.g. 0,1,2,3,4")
     args = parser.parse_args(argv)
     from mlflow.tracking import MlflowClient
 
@@ -131,8 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.measure == "auc" and not runs.empty:
         runs = with_auc(runs, load_curves(client, list(runs["run_id"]), [EVAL_METRIC]))
     table = select(runs, args.block, args.by, where, args.measure)
+    if args.seeds is not None:
+        table = restrict_seeds(table, args.seeds)
     if table.empty:
-        print(f"no finished runs of block {args.block!r} with {args.by}; run `gaca sweep {args.block}` first")
+        among = f" among seeds {args.seeds}" if args.seeds is not None else ""
+        print(f"no finished runs of block {args.block!r} with {args.by}{among}; run `gaca sweep {args.block}` first")
         return 1
     try:
         result = sensitivity(table)

@@ -51,9 +51,11 @@ def test_the_dry_run_prints_every_jobs_exact_command_and_the_gpu_hours(tmp_path:
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no store, no run folders, no job folders
 
     monkeypatch.chdir(tmp_path)  # where the driver resolved the store and the checkpoint folders
+    common = re.search(r"^every run: (.*)$", out, re.MULTILINE)  # the block's settings shared by all its runs
     for number in (0, 17, 35):
         label, key, command = jobs[number]
-        run, resolved = compose_run(*PAPER_SWEEP[:3], *label.split(), *(o for o in PAPER_SWEEP[3:] if "," not in o))
+        run, resolved = compose_run(*PAPER_SWEEP[:3], *label.split(), *(common[1].split() if common else ()),
+                                    *(o for o in PAPER_SWEEP[3:] if "," not in o))
         assert run_key(resolved) == key
         expected = build_job(run, key, f"sqlite:///{tmp_path / 'mlflow.db'}", None, launcher_gpus=4)
         folder, env, argv = parse_shell(command)

@@ -15,6 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from gaca.backends.cpu.loop import train
 from gaca.backends.entry import CONF_DIR, validate
+from gaca.bench.testbed import CONSTRAINED
 
 pytestmark = pytest.mark.slow
 
@@ -30,8 +31,7 @@ LEARNABLE = [
     "env.knobs.num_receptacles=3",
     "env.knobs.closed_fraction=0.0",
     "env.horizon=12",
-    "model.decoding=constrained",  # household's layouts change per task; free decoding would need copying
-    "model.show_admissible=false",
+    *CONSTRAINED,  # household draws a layout per task: the tiny policy decodes among its commands
     "algorithm=gaca",
     "seed=0",
 ]
