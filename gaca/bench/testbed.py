@@ -30,10 +30,11 @@ TESTBEDS: dict[str, list[str]] = {
 """Testbed name -> overrides on the composed defaults: household is the earlier CPU default of the
 ablations (horizon 20, constrained decoding over admissible commands only, one evaluation episode
 per task); errand is the ablation default (free decoding, the admissible commands listed in the
-prompt); errand-constrained is errand decoded among its well-formed commands; errand-hidden is errand with the carried object shown
-only by "inventory" (as in ALFWorld), the variant it was chosen over; errand-chance is errand whose
-base policy chooses at chance (no prior stage), on which RL does not learn the choice within the
-budget; errand-one-end is errand whose route ends at the goal (one pivot, not two) (docs/testbed.md)."""
+prompt); errand-constrained is errand decoded among its well-formed commands; errand-hidden is
+errand with the carried object shown only by "inventory" (as in ALFWorld), the variant it was
+chosen over; errand-chance is errand whose base policy chooses at chance (no prior stage), on which
+RL does not learn the choice within the budget; errand-one-end is errand whose route ends at the
+goal (one pivot, not two) (docs/testbed.md)."""
 
 PROPERTIES = (
     ("prior: right at the pivots", contract.INIT_PRIOR_ACCURACY),
