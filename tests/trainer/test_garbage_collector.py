@@ -24,12 +24,21 @@ def test_relaxed_gc_restores_after_an_error():
     assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
 
 
+def _frozen(obj) -> bool:
+    """A tracked object frozen by ``gc.freeze`` sits in the permanent generation, which ``gc.get_objects`` omits."""
+    return not any(o is obj for o in gc.get_objects())
+
+
 def test_a_freeze_made_by_the_caller_is_kept():
+    # The freeze count alone cannot show this: frozen objects that die (frames, temporaries) leave the
+    # permanent generation, so the count may fall between two reads. A probe object's membership can.
+    probe = [object()]
     gc.freeze()
     try:
-        frozen = gc.get_freeze_count()
+        assert _frozen(probe)
         with relaxed_gc():
-            pass
-        assert gc.get_freeze_count() == frozen
+            assert _frozen(probe)
+        assert _frozen(probe) and gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+    assert not _frozen(probe)
