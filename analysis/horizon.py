@@ -4,7 +4,8 @@ Runs are matched by configuration, not by the block tag (a run shared with anoth
 that block's tag), with the identity every table cell uses (``gaca.contract.canonical`` through
 ``analysis.blocks``): finished errand runs of grpo, gigpo and gaca at their default estimator
 settings and in one setting, grouped by ``env.horizon`` (the walk growing with it, as the block sets
-it). Each point is the mean over seeds with its 95% t interval; every seed's score is drawn beside it.
+it). Each point is the mean over seeds with its 95% t interval, clipped to the [0, 100] points a
+success rate can take; every seed's score is drawn beside it.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.blocks import DEFAULT_CONFIG, METHOD_LABELS, METHODS, ConfigKey, canonical_config, setting
 from analysis.collect import PARAM_PREFIX, run_config
 from analysis.figures import METHOD_COLORS, PANEL_SIZE, STYLE, save
+from analysis.stats import mean_half_width
 
 BLOCK = "horizon"
 ENV = "errand"
@@ -63,14 +64,19 @@ def horizon_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per (method, horizon): n, mean, std and the 95% t interval of final success in points."""
+    """Per (method, horizon): n, mean, std and the 95% t interval of final success in points.
+
+    The interval is clipped to [0, 100]: a symmetric t interval around a mean near a bound (every seed
+    at 100 but one) reaches past it, and success beyond 100% is not a value the data could support.
+    """
     out = []
     for (method, horizon), group in rows.groupby(["method", "horizon"]):
         values = group["points"].to_numpy()
         n, mean = len(values), float(values.mean())
         std = float(values.std(ddof=1)) if n > 1 else float("nan")
-        half = float(stats.t.ppf(0.975, n - 1) * std / np.sqrt(n)) if n > 1 else float("nan")
-        out.append(dict(method=method, horizon=horizon, n=n, mean=mean, std=std, low=mean - half, high=mean + half))
+        half = float(mean_half_width(np.asarray(std), n))
+        low, high = (float(v) for v in np.clip([mean - half, mean + half], 0.0, 100.0))  # NaN stays NaN
+        out.append(dict(method=method, horizon=horizon, n=n, mean=mean, std=std, low=low, high=high))
     return pd.DataFrame(out)
 
 
@@ -101,7 +107,7 @@ def figure(rows: pd.DataFrame, table: pd.DataFrame, folder: Path) -> list[Path]:
 
 
 def markdown(table: pd.DataFrame) -> str:
-    lines = ["| method | horizon | n | mean | std | 95% t interval |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| method | horizon | n | mean | std | 95% t interval (clipped to [0, 100]) |", "| --- | --- | --- | --- | --- | --- |"]
     for row in table.sort_values(["method", "horizon"]).itertuples():
         lines.append(f"| {METHOD_LABELS[row.method]} | {row.horizon} | {row.n} | {row.mean:.2f} | {row.std:.2f} | "
                      f"[{row.low:.2f}, {row.high:.2f}] |")

@@ -38,6 +38,17 @@ def test_success_against_horizon_with_t_intervals(tmp_path):
     assert "| GACA | 40 | 3 | 40.00 |" in (tmp_path / "horizon.md").read_text()
 
 
+def test_the_interval_stays_within_what_a_success_rate_can_be():
+    rows = [run("gigpo", 20, s, f) for s, f in enumerate((1.0, 1.0, 0.7))]  # t interval about [47, 133]
+    rows += [run("gigpo", 40, s, f) for s, f in enumerate((0.0, 0.0, 0.3))]  # about [-33, 53]
+    rows += [run("grpo", 40, 0, 0.5)]  # one seed: no interval
+    table = horizon.summary(horizon.horizon_runs(pd.DataFrame(rows))).set_index(["method", "horizon"])
+    half = stats.t.ppf(0.975, 2) * (300**0.5) / 3**0.5
+    assert table.loc[("gigpo", 20), "low"] == pytest.approx(90 - half) and table.loc[("gigpo", 20), "high"] == 100.0
+    assert table.loc[("gigpo", 40), "low"] == 0.0 and table.loc[("gigpo", 40), "high"] == pytest.approx(10 + half)
+    assert table.loc[("grpo", 40), ["low", "high"]].isna().all()
+
+
 def test_one_horizon_is_not_a_scaling_curve(tmp_path):
     paths, missing = horizon.write(pd.DataFrame([run("gaca", 20, s, 0.5) for s in range(3)]), tmp_path)
     assert paths == [] and "fewer than two horizons" in missing
