@@ -6,15 +6,25 @@ is the job (its ``__call__`` composes the run and calls the task; its ``checkpoi
 requeueable) and is submitted with the executor the plugin would build: one SLURM job array for
 the whole batch (SLURM throttles it by ``array_parallelism``), or local processes, at most
 ``parallel`` at a time. Finished jobs are read back as outcomes that carry the error and the log.
+
+A local job's controller process (submitit's) inherits the driver's stderr, and on a terminal's
+Ctrl-C it gets the SIGINT too and prints a KeyboardInterrupt traceback; its stderr is therefore a
+log beside the jobs' (``CONTROLLER_LOG``), and the terminal gets the driver's one line.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Hashable
+from typing import Any, Hashable, Iterator
+
+CONTROLLER_LOG = "controllers.err"
+"""The stderr of local jobs' controller processes, in the jobs' folder."""
 
 
 @dataclass(frozen=True)
@@ -113,17 +123,43 @@ class JobPool:
             return
         state = Singleton.get_state()
         submitted = time.time()
-        jobs = self.executor.map_array(
-            self.launcher,
-            [overrides for _, _, overrides in batch],
-            ["hydra.sweep.dir"] * len(batch),
-            [number for _, number, _ in batch],
-            [f"job_id_for_{number}" for _, number, _ in batch],
-            [state] * len(batch),
-        )
+        with self._controller_stderr():
+            jobs = self.executor.map_array(
+                self.launcher,
+                [overrides for _, _, overrides in batch],
+                ["hydra.sweep.dir"] * len(batch),
+                [number for _, number, _ in batch],
+                [f"job_id_for_{number}" for _, number, _ in batch],
+                [state] * len(batch),
+            )
         now = time.monotonic()
         for (key, _, _), job in zip(batch, jobs):
             self.running[key] = (job, now, submitted)
+
+
+    @contextmanager
+    def _controller_stderr(self) -> Iterator[None]:
+        """While local controllers are started: file descriptor 2, which they inherit, on ``CONTROLLER_LOG``.
+
+        Nothing else writes to stderr meanwhile (the driver is one thread, and ``map_array`` only
+        pickles and starts processes); SLURM jobs need nothing, their output is sbatch's files."""
+        from submitit.core.utils import JobPaths
+
+        if self.executor.cluster != "local":
+            yield
+            return
+        folder = JobPaths.get_first_id_independent_folder(self.executor.folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            with open(folder / CONTROLLER_LOG, "ab") as log:
+                os.dup2(log.fileno(), 2)
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def ended(job: Any, submitted: float) -> bool:

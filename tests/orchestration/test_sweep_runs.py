@@ -120,6 +120,34 @@ def test_a_sweep_killed_midway_resumes_without_duplicates_or_losses(reference, t
     assert "gaca job: checkpoint" in job_logs and "/iter-0000" in job_logs  # resumed from a checkpoint
 
 
+def test_ctrl_c_cancels_the_jobs_with_one_line_and_no_traceback(tmp_path):
+    """SIGINT to the whole foreground process group, as a terminal's Ctrl-C sends it: the driver, its
+    submitit controllers and their jobs. The terminal gets the driver's one line; what the
+    controllers print on the way out goes to a log beside the jobs' logs."""
+    command = ["sweep", "detector", "seed=0", "algorithm.detector=entropy,uniform", *TINY, "trainer.iterations=500"]
+    err_path = tmp_path / "driver.err"
+    with err_path.open("w") as err:
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "gaca.cli", *command],
+            cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+        )
+        try:
+            wait_for(lambda: list(tmp_path.glob("runs/*/LATEST")), 600, "a first checkpoint", interval_s=0.1)
+            os.killpg(driver.pid, signal.SIGINT)
+            code = driver.wait(timeout=120)
+        finally:
+            if driver.poll() is None:
+                os.killpg(driver.pid, signal.SIGKILL)
+                driver.wait()
+    printed = err_path.read_text()
+
+    assert code == 130, printed
+    assert "interrupted: 2 jobs cancelled" in printed
+    assert "Traceback" not in printed and "KeyboardInterrupt" not in printed, printed
+    controllers = list(tmp_path.glob("multirun/detector/*/jobs/controllers.err"))
+    assert len(controllers) == 1
+
+
 def test_a_failed_run_does_not_stop_the_others_and_is_reported_with_its_log(reference, tmp_path):
     folder, _, _ = reference
     block = tmp_path / "blocks" / "failing.yaml"
