@@ -46,15 +46,15 @@ class ModelConfig:
     """Key/value heads (grouped-query attention); divides num_heads."""
     intermediate_size: int | None = None
     """Width of the SwiGLU MLP."""
-    max_prompt_tokens: int = 128
+    max_prompt_tokens: int = 64
     """Prompts are cut from the left to this many tokens, keeping the task and "your action :" ending."""
     max_response_tokens: int = 12
     """Free decoding stops here; constrained decoding always completes an admissible command."""
-    history_length: int = 2
+    history_length: int = 1
     """How many of the most recent (observation, action) pairs the prompt shows."""
-    show_admissible: bool = False
+    show_admissible: bool = True
     """List the admissible commands in the prompt (costs tokens; constrained decoding enforces them anyway)."""
-    decoding: str = "constrained"
+    decoding: str = "free"
     """constrained: sampling masked to continuations of admissible commands; free: any tokens up to eos."""
     dtype: str = "float32"
     """Parameter dtype: float32 | bfloat16 | float16 (bfloat16 is slow on CPU)."""

@@ -33,7 +33,8 @@ def one_torch_thread():
 @pytest.fixture(scope="session")
 def make_policy() -> Callable[..., Policy]:
     def make(seed: int = 0, words: tuple[str, ...] | list[str] = tuple(WORDS), **overrides) -> Policy:
-        values = {"name": "tiny", "device": "cpu", **TINY_TEST_SIZES, **overrides}
+        # Constrained unless a test asks for free decoding: most generation tests check the admissible mask.
+        values = {"name": "tiny", "device": "cpu", "decoding": "constrained", **TINY_TEST_SIZES, **overrides}
         return Policy.create(ModelConfig(**values), words, seed=seed)
 
     return make

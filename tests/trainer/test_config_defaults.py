@@ -7,6 +7,7 @@ import pytest
 from gaca.backends.config import BackendConfig, RunConfig, TrackingConfig, TrainerConfig
 from gaca.backends.entry import compose, resolve
 from gaca.estimators import AdvantageConfig
+from gaca.policy.config import ModelConfig
 
 
 @pytest.fixture(scope="module")
@@ -19,6 +20,11 @@ def test_the_trainer_tracking_and_backend_defaults_are_the_yaml(default):
     assert asdict(TrainerConfig()) == default["trainer"]
     assert asdict(TrackingConfig()) == default["tracking"]
     assert {key: value for key, value in asdict(BackendConfig()).items() if key in default["backend"]} == default["backend"]
+
+
+def test_the_model_defaults_are_the_yaml(default):
+    """conf/model/tiny.yaml, the sizes left to the preset in both."""
+    assert ModelConfig() == ModelConfig.from_dict(default["model"])
 
 
 def test_the_run_defaults_are_the_yaml(default):
