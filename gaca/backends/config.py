@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any, Mapping
 
 from gaca.backends import BACKENDS
@@ -14,6 +17,10 @@ from gaca.validation import check_bool, check_choice, check_int, check_number, r
 
 INITS = ("bc", "scratch")
 LR_SCHEDULES = ("constant", "linear")
+STARTING_POLICY_CODE = ("envs", "policy", "backends/cpu/loop.py")
+"""The parts of ``gaca`` a behaviour-cloned start is made by (the demonstrations, the prompt, the
+model, the cloning and its prior stage): their source is part of the clone's cache key, so that a
+folder's ``runs/bc-cache`` never hands a new version of them a clone the old one made."""
 
 
 @dataclass(frozen=True)
@@ -314,7 +321,23 @@ class RunConfig:
 
         env = self.env.to_dict()
         env["knobs"] = resolved_knobs(env)  # a preset's values, not only its name
-        return {"env": env, "model": self.model.to_dict(), "bc": self.trainer.bc.__dict__, "seed": self.seed}
+        return {
+            "env": env, "model": self.model.to_dict(), "bc": self.trainer.bc.__dict__, "seed": self.seed,
+            "code": source_fingerprint(Path(__file__).parents[1], STARTING_POLICY_CODE),
+        }
+
+
+@functools.lru_cache(maxsize=None)
+def source_fingerprint(root: Path, parts: tuple[str, ...]) -> str:
+    """sha256 over the ``.py`` files of ``parts`` (folders, searched recursively, or files) under
+    ``root``: each file's path relative to ``root`` and its bytes, in path order."""
+    digest = hashlib.sha256()
+    for part in parts:
+        path = root / part
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in files:
+            digest.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def _check_verl_run(run: RunConfig) -> None:

@@ -4,10 +4,13 @@ import itertools
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 
+import gaca
+from gaca.backends.config import STARTING_POLICY_CODE, source_fingerprint
 from gaca.backends.entry import CONF_DIR, ConfigError, validate
 
 
@@ -81,3 +84,22 @@ def test_cli_rejects_bad_config_without_touching_mlflow(tmp_path, override, mess
     assert result.returncode != 0
     assert message in result.stderr
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "runs").exists()
+
+
+def test_the_clones_cache_key_holds_its_code_and_changes_with_it(tmp_path):
+    """A cached behaviour clone is reused only by the code that made it (gaca.backends.config.STARTING_POLICY_CODE)."""
+    run, _ = compose_validate([])
+    key = run.starting_policy()
+    assert key["code"] == source_fingerprint(Path(gaca.__file__).parent, STARTING_POLICY_CODE)
+    assert compose_validate(["algorithm=grpo"])[0].starting_policy() == key  # the estimator does not make the clone
+    assert compose_validate(["trainer.init=scratch"])[0].starting_policy() is None
+
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "room.py").write_text("DOORS = 2\n")
+    (tmp_path / "loop.py").write_text("STEPS = 1\n")
+    before = source_fingerprint(tmp_path, ("envs", "loop.py"))
+    (tmp_path / "envs" / "room.py").write_text("DOORS = 3\n")
+    assert source_fingerprint.__wrapped__(tmp_path, ("envs", "loop.py")) != before
+    (tmp_path / "envs" / "room.py").write_text("DOORS = 2\n")
+    (tmp_path / "envs" / "notes.txt").write_text("not code")
+    assert source_fingerprint.__wrapped__(tmp_path, ("envs", "loop.py")) == before
