@@ -136,7 +136,6 @@ class JobPool:
         for (key, _, _), job in zip(batch, jobs):
             self.running[key] = (job, now, submitted)
 
-
     @contextmanager
     def _controller_stderr(self) -> Iterator[None]:
         """While local controllers are started: file descriptor 2, which they inherit, on ``CONTROLLER_LOG``.
