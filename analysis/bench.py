@@ -47,7 +47,7 @@ ABLATION_SUCCESS = {
     "alpha_c=0.5": 0.952,
     "loo": 0.95,
 }
-"""The paper's ALFWorld 1.5B numbers (ESTIMATOR-SPEC.md), interpolated where it gives none."""
+"""The paper's ALFWorld 1.5B numbers (docs/estimator.md), interpolated where it gives none."""
 LEARNING_TIME = {"grpo": 0.45, "gigpo": 0.35, "gaca": 0.2}
 """Fraction of training at which each method's curve is 63% of the way to its final success."""
 TASKS = 128

@@ -21,7 +21,7 @@ from gaca.estimators.config import AdvantageConfig
 from gaca.estimators.registry import read_fields
 
 DEFAULT_CONFIG: Mapping[str, object] = {f"algorithm.{key}": value for key, value in AdvantageConfig().to_dict().items()}
-"""GACA's defaults (``AdvantageConfig``, ESTIMATOR-SPEC.md): what a variant's ``overrides`` differ from."""
+"""GACA's defaults (``AdvantageConfig``, docs/estimator.md): what a variant's ``overrides`` differ from."""
 
 PRESET_KEY = "trainer.preset"
 """The trainer preset's name: not part of a run's identity, but what ``gaca report --preset`` selects by."""

@@ -2,7 +2,7 @@
 
 Conventions as in rliable: interval estimates by bootstrap, stratified over seeds and the held-out
 evaluation tasks; the probability of improvement from the Mann-Whitney U statistic. rliable itself
-does not import with pandas 3 (FACTS.md), so these use scipy.stats and numpy directly.
+does not import with pandas 3 (docs/dependencies.md), so these use scipy.stats and numpy directly.
 
 A single cell's interval is a bootstrap over seeds and tasks. A difference between two cells
 (``Level``, ``half_width``) is a t interval, and its power is that of the same t test.

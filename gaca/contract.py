@@ -225,7 +225,7 @@ NOT_IDENTITY_BACKEND = (
 )
 """How a verl job is placed and started (GPUs, folders, the trainer command) does not change what it computes."""
 KEYLESS_THREADS = 1
-"""torch's thread count changes results in their last bits (FACTS.md), so it is part of a run's identity;
+"""torch's thread count changes results in their last bits (docs/dependencies.md), so it is part of a run's identity;
 one thread, every sweep job's default, drops out so that one-thread runs keep the keys they always had
 (and so does every count of a verl run). ``gaca.backends.entry.validate`` writes the count a run will
 use in place of null (torch's default)."""

@@ -16,7 +16,7 @@ SINGLETON_FALLBACKS = ("prompt_group", "zero")
 
 @dataclass(frozen=True)
 class Conventions:
-    """The four choices that ESTIMATOR-SPEC "Conventions" lists, each as a switch (True = verl-agent's)."""
+    """The four choices of docs/estimator.md, "Conventions", each as a switch (True = verl-agent's)."""
 
     penalty_at_step: bool
     """The invalid-action penalty is taken out of the discounting and the episode sum and subtracted
@@ -39,7 +39,7 @@ and its trainer's invalid-action penalty), which produced the paper's baselines.
 
 @dataclass(frozen=True)
 class AdvantageConfig:
-    """Options of the advantage estimators (ESTIMATOR-SPEC.md; paper Eqs. 2-8).
+    """Options of the advantage estimators (docs/estimator.md; paper Eqs. 2-8).
 
     Defaults are the spec's. Every field is checked in ``__post_init__``; a bad value raises
     ``ValueError`` naming the key (``algorithm.lambda0``) and what it may be.
@@ -70,7 +70,7 @@ class AdvantageConfig:
     seed: int = 0
     """Seed of the random detector's permutation."""
     conventions: str = "spec"
-    """spec: ESTIMATOR-SPEC as written; verl_agent: verl-agent's episode normalisation over step rows,
+    """spec: docs/estimator.md as written; verl_agent: verl-agent's episode normalisation over step rows,
     its penalty at the step, its one-element groups (and singleton anchors at 0), for every method.
     verl_agent needs the per-row ``invalid`` flags and ``invalid_penalty`` in ``compute_advantages``."""
 

@@ -1,6 +1,6 @@
 """compute_advantages: GRPO, GiGPO and GACA advantages for a batch of agent steps.
 
-One row per agent step (ESTIMATOR-SPEC "Data"). Everything runs as vectorized segment
+One row per agent step (docs/estimator.md, "Input"). Everything runs as vectorized segment
 operations on integer codes; nothing here loops over steps, trajectories or groups.
 """
 
@@ -134,7 +134,7 @@ def compute_advantages(
     invalid_penalty: float | None = None,
     config: AdvantageConfig | None = None,
 ) -> AdvantageOutput:
-    """Advantages of N agent steps under ``config.method`` (ESTIMATOR-SPEC.md, paper Eqs. 2-8).
+    """Advantages of N agent steps under ``config.method`` (docs/estimator.md, paper Eqs. 2-8).
 
     Args:
         group: [N] prompt-group id of each row (any hashable; the G rollouts of one task).

@@ -1,4 +1,4 @@
-"""Criticality detectors: how the per-step score c_t of Eq. 5 is formed (ESTIMATOR-SPEC "Detectors").
+"""Criticality detectors: how the per-step score c_t of Eq. 5 is formed (docs/estimator.md, "Detectors").
 
 Each detector maps the batch to c [N], a per-trajectory-mean-one score. ``entropy`` is the method;
 ``uniform`` and ``random`` are the controls of Section 4.3; ``loo`` is the debiased variant of

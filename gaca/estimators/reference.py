@@ -1,4 +1,4 @@
-"""A plain per-row Python implementation of ESTIMATOR-SPEC.md, written for reading, not speed.
+"""A plain per-row Python implementation of docs/estimator.md, written for reading, not speed.
 
 It is the oracle of the property tests and the baseline of ``gaca bench estimators``. It shares no
 code with the vectorized estimator. The ``random`` detector is not here: its permutation is

@@ -77,7 +77,7 @@ DETECTORS.declare("random", "gaca.estimators.detectors:random_detector", Detecto
 DETECTORS.declare("loo", "gaca.estimators.detectors:leave_one_out_detector", DetectorSpec(("alpha_c",), needs_nll=True))
 
 CONSTANT_GATE: Mapping[str, Any] = {"detector": "uniform", "alpha_lambda": 0.0, "beta_lambda": 0.0, "alpha_c": 1.0}
-"""The one spelling of a gate that is lambda0 everywhere (ESTIMATOR-SPEC, special cases): a constant
+"""The one spelling of a gate that is lambda0 everywhere (docs/estimator.md, identities): a constant
 detector, or the modulation off (alpha_lambda = beta_lambda = 0) with any detector."""
 
 

@@ -140,7 +140,7 @@ def store_lock(uri: str) -> Iterator[None]:
     """Hold the store's inter-process lock (SQLite only; a server serialises its own clients).
 
     Alembic's migrations of a fresh SQLite file are not safe against each other: eight processes
-    creating one at once all fail and leave it half-migrated (FACTS.md). The OS drops the lock when
+    creating one at once all fail and leave it half-migrated (docs/dependencies.md). The OS drops the lock when
     its holder dies, however it dies.
     """
     path = sqlite_path(uri)

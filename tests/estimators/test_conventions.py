@@ -1,4 +1,4 @@
-"""``conventions='verl_agent'`` worked out by hand, one convention at a time (ESTIMATOR-SPEC "Conventions").
+"""``conventions='verl_agent'`` worked out by hand, one convention at a time (docs/estimator.md, "Conventions").
 
 The batch: prompt group g with trajectories a and b, prompt group h with one one-step trajectory c.
 Penalty p = 0.1, gamma = 0.95; ``reward`` carries the penalty at its row (the spec's r_t).

@@ -1,4 +1,4 @@
-"""Small batches whose advantages are worked out by hand (ESTIMATOR-SPEC.md).
+"""Small batches whose advantages are worked out by hand (docs/estimator.md).
 
 The batch used throughout: one prompt group, two trajectories.
     a: steps 0, 1; rewards 0, 1 (success);  anchors s0, s1;      nll 1, 3

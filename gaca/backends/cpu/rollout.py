@@ -16,7 +16,7 @@ from gaca.policy.prompt import observation_prompt
 
 @dataclass
 class StepRows:
-    """The step rows of a batch of episodes (ESTIMATOR-SPEC "Data"), in collection order."""
+    """The step rows of a batch of episodes (docs/estimator.md, "Input"), in collection order."""
 
     group: list[int] = field(default_factory=list)
     """Prompt-group id: the index of the task within the batch."""

@@ -1,7 +1,7 @@
 """``gaca search gate [--trials N] [--workers K] [overrides]``: Optuna over the gate's parameters.
 
 Optuna (5.x) is driven directly with ask/tell (the Hydra Optuna sweeper pins optuna<3, whose
-storage fails here: FACTS.md). A trial trains GACA once per seed, each seed a job through the same
+storage fails here: docs/dependencies.md). A trial trains GACA once per seed, each seed a job through the same
 launcher as ``gaca sweep`` (local or SLURM), at most ``workers`` trials at once. The objective is
 the mean over seeds of ``final/eval_success_rate``.
 
