@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from gaca.backends.config import RunConfig
+from gaca.backends.verl.options import gigpo_options
 from gaca.estimators.registry import verl_names
 from gaca.tracking.tags import run_name
 
@@ -210,9 +211,7 @@ def verl_overrides(run: RunConfig, run_key: str, gpus: int) -> list[str]:
         ("actor_rollout_ref.actor.use_invalid_action_penalty", env.invalid_penalty > 0),
         ("actor_rollout_ref.actor.invalid_action_penalty_coef", env.invalid_penalty),
     ]
-    if algorithm.method == "gigpo":  # verl-agent's own GiGPO reads these when it, not the plugin, runs
-        mode = "mean_std_norm" if algorithm.norm == "mean_std" else "mean_norm"
-        verl_agent += [("algorithm.gigpo.step_advantage_w", algorithm.step_weight), ("algorithm.gigpo.mode", mode)]
+    verl_agent += gigpo_options(algorithm)  # the hooks refuse verl-agent options that disagree with the estimator's
     estimator = [(f"algorithm.gaca.{name}", value) for name, value in algorithm.to_dict().items()]
     estimator.append(("algorithm.gaca.invalid_action_penalty", env.invalid_penalty))  # the plugin's step rewards
     return [
