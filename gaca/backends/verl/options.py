@@ -175,7 +175,8 @@ def _honoured(algorithm: Any, estimator: str, given: Mapping[str, Any]) -> dict[
         if option.field in given and given[option.field] != mapped:
             raise ValueError(
                 f"{option.key}={_text(value)} contradicts {field}={_text(given[option.field])}, which {estimator!r} "
-                f"reads: set {field}={_text(mapped)} or {option.key}={_text(option.from_gaca(given[option.field]))}"
+                f"reads: set {field}={_text(mapped)} (algorithm.{option.field} in a run config) or "
+                f"{option.key}={_text(option.from_gaca(given[option.field]))}"
             )
         if option.field in honoured and honoured[option.field] != mapped:
             raise ValueError(f"{option.key}={_text(value)} contradicts another option of {field}; set {field}")
@@ -245,7 +246,7 @@ def check_run(run: Any) -> None:
     try:
         check_overrides(verl_overrides(run, "check", 1))
     except ValueError as error:
-        raise ValueError(f"backend.overrides: {error} (in a run config, algorithm.gaca.<field> is algorithm.<field>)") from None
+        raise ValueError(f"backend.overrides: {error}") from None
 
 
 def compose_trainer_config(root: Any, overrides: list[str]) -> Any:
