@@ -34,12 +34,12 @@ def main(argv: list[str] | None = None) -> int:
         print("gaca.backends.verl.agent_main: no `verl` package is importable; install verl-agent or run from its checkout",
               file=sys.stderr)
         return 2
+    if (problem := command_line_problem(root, overrides)) is not None:
+        print(f"gaca.backends.verl.agent_main: {problem}", file=sys.stderr)
+        return 2
     results = check(root)
     if not all(result.ok for result in results):
         print(report(root, results), file=sys.stderr)
-        return 2
-    if (problem := command_line_problem(root, overrides)) is not None:
-        print(f"gaca.backends.verl.agent_main: {problem}", file=sys.stderr)
         return 2
     import ray
 
