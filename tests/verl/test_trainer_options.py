@@ -159,3 +159,19 @@ def test_a_command_line_that_agrees_with_itself_passes_the_check(tmp_path: Path)
         assert command_line_problem(checkout, ["algorithm.adv_estimator=grpo", "algorithm.gigpo.enable_similarity=true"]) is None
         problem = command_line_problem(checkout, ["algorithm.adv_estimator=gigpo", "+algorithm.gaca.norm=mean_std"])
         assert problem.startswith("algorithm.gigpo.mode=mean_norm contradicts algorithm.gaca.norm=mean_std")  # its default
+
+
+@pytest.mark.parametrize("method", ["grpo", "gigpo", "gaca"])
+def test_every_job_backend_verl_builds_passes_the_check_on_verl_agents_config(method):
+    """The whole command line composes with verl-agent's own config (the stand-in has only the checked keys)."""
+    from gaca.backends.verl.job import build_job
+    from gaca.tracking.identity import run_key
+
+    from ..paper.conftest import PAPER, compose_run
+
+    if not os.environ.get(CHECKOUT_VARIABLE):
+        pytest.skip(f"needs a verl-agent checkout: set {CHECKOUT_VARIABLE}=<its folder>")
+    for family in ("household", "shop"):
+        run, resolved = compose_run(*PAPER, f"algorithm={method}", f"env={family}")
+        job = build_job(run, run_key(resolved), "sqlite:///mlflow.db", "0123abcd", launcher_gpus=2)
+        assert command_line_problem(os.environ[CHECKOUT_VARIABLE], list(job.overrides)) is None, family
