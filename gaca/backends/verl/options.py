@@ -270,7 +270,10 @@ def compose_trainer_config(root: Any, overrides: list[str]) -> Any:
 
 def command_line_problem(root: Any, overrides: list[str]) -> str | None:
     """What ``check_trainer_config`` refuses in verl-agent's config at checkout ``root`` composed with
-    the trainer's command line ``overrides``, in one line; None when nothing (or without the config file)."""
+    the trainer's command line ``overrides``, in one line; None when nothing, without the config file,
+    or for a command line with Hydra's own flags (``--config-name``, ``-m``: it is not composed here)."""
+    if any(argument.startswith("-") for argument in overrides):
+        return None
     try:
         config = compose_trainer_config(root, overrides)
         if config is not None:
