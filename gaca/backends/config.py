@@ -361,6 +361,9 @@ def _check_verl_run(run: RunConfig) -> None:
         )
     if run.env.name not in VERL_ENV_FAMILIES:
         raise ValueError(f"env.name={run.env.name} has no verl-agent environment; backend=verl plays {list(VERL_ENV_FAMILIES)}")
+    from gaca.backends.verl.options import check_run  # no verl-agent option the hooks would ignore
+
+    check_run(run)
 
 
 def _plain(value: Any, key: str) -> dict[str, Any]:

@@ -35,6 +35,7 @@ class StepBatch:
     anchor: torch.Tensor | None  # [N] int64, anchor-group code (anchor within its prompt group)
     nll: torch.Tensor | None  # [N] float64, H_t
     penalty: torch.Tensor | None  # [N] float64, the penalty inside each row's reward (0 on valid rows)
+    weight: torch.Tensor | None  # [N] float64, 1 + the row's padding copies, where they count; None: once
     traj_group: torch.Tensor  # [T] int64, the prompt group of each trajectory
     traj_length: torch.Tensor  # [T] int64, number of steps of each trajectory
     num_groups: int
@@ -195,18 +196,20 @@ def build_step_batch(
     code_anchor: bool = True,
     invalid: ArrayLike | None = None,
     invalid_penalty: float | None = None,
+    copies: ArrayLike | None = None,
+    count_copies: bool = False,
 ) -> StepBatch:
     """Validate and code the inputs of ``compute_advantages``; see its docstring for the fields.
 
     Every given field is validated; ``anchor`` is only coded (hashed) when ``code_anchor``, so GRPO
-    does not pay for it. Bounds come before any allocation that depends on a value.
+    does not pay for it. ``copies`` become the rows' ``weight`` with ``count_copies`` (and some copy). Bounds come before any allocation that depends on a value.
 
     Raises:
         ValueError: naming the field, for None, a scalar or a string where rows are expected,
             mismatched lengths, NaN or inf or a magnitude above ``MAGNITUDE_LIMIT`` in reward or
             nll, a negative nll, non-integer, negative or out-of-range steps, a duplicated
             (traj, step) pair, a trajectory with rows in two groups, a gap in a trajectory's step
-            indices, non-bool invalid flags, or a bad invalid_penalty.
+            indices, non-bool invalid flags, a bad invalid_penalty, or copies that are not integers >= 0.
     """
     fields = {"group": group, "traj": traj, "step": step, "reward": reward}
     if anchor is not None:
@@ -215,6 +218,8 @@ def build_step_batch(
         fields["nll"] = nll
     if invalid is not None:
         fields["invalid"] = invalid
+    if copies is not None:
+        fields["copies"] = copies
     lengths = {name: _rows(name, values) for name, values in fields.items()}
     if len(set(lengths.values())) != 1:
         raise ValueError(f"all inputs must have one entry per step row; got lengths {lengths}")
@@ -237,6 +242,15 @@ def build_step_batch(
     elif invalid_penalty is not None:
         raise ValueError("invalid_penalty was given without invalid, the per-row flags it applies to")
 
+    weight_t = None
+    if copies is not None:
+        copies_t = _as_tensor("copies", copies, device)
+        if copies_t is None or copies_t.ndim != 1 or copies_t.is_floating_point() or copies_t.dtype == torch.bool:
+            raise ValueError("copies must be a one-dimensional sequence of integers (padding copies of each row)")
+        if (copies_t < 0).any():
+            raise ValueError(f"copies must be >= 0 (padding copies of each row); got {int(copies_t.min())}")
+        if count_copies and (copies_t > 0).any():
+            weight_t = 1.0 + copies_t.to(torch.float64)
     step_t = _as_tensor("step", step, device)
     if step_t is None or step_t.ndim != 1 or step_t.is_floating_point() or step_t.dtype == torch.bool:
         raise ValueError("step must be a one-dimensional sequence of integer time indices")
@@ -304,6 +318,7 @@ def build_step_batch(
         anchor=anchor_codes,
         nll=nll_t,
         penalty=penalty_t,
+        weight=weight_t,
         traj_group=low,
         traj_length=traj_length,
         num_groups=int(group_codes.max()) + 1,

@@ -16,7 +16,8 @@ SINGLETON_FALLBACKS = ("prompt_group", "zero")
 
 @dataclass(frozen=True)
 class Conventions:
-    """The four choices of docs/estimator.md, "Conventions", each as a switch (True = verl-agent's)."""
+    """The choices of docs/estimator.md, "Conventions", and how padding copies count, each as a switch
+    (True = verl-agent's)."""
 
     penalty_at_step: bool
     """The invalid-action penalty is taken out of the discounting and the episode sum and subtracted
@@ -27,11 +28,16 @@ class Conventions:
     """A one-element set at the episode level gets mean 0 and std 1 (the raw score), not advantage 0."""
     singleton_zero: bool
     """A step alone in its anchor group gets A^S = 0 (whatever ``singleton_fallback`` says)."""
+    copies_count: bool = False
+    """Padding copies of a row (``copies`` in ``compute_advantages``: a trainer's batch padding)
+    count in the row-level group statistics as the rows they repeat; otherwise each step once."""
 
 
 CONVENTIONS: dict[str, Conventions] = {
     "spec": Conventions(penalty_at_step=False, episode_over_rows=False, one_element_raw=False, singleton_zero=False),
-    "verl_agent": Conventions(penalty_at_step=True, episode_over_rows=True, one_element_raw=True, singleton_zero=True),
+    "verl_agent": Conventions(
+        penalty_at_step=True, episode_over_rows=True, one_element_raw=True, singleton_zero=True, copies_count=True
+    ),
 }
 """``AdvantageConfig.conventions`` -> its switches. ``verl_agent``: verl-agent's GiGPO code (gigpo/core_gigpo.py
 and its trainer's invalid-action penalty), which produced the paper's baselines."""

@@ -15,7 +15,7 @@ from gaca.estimators.config import AdvantageConfig, Conventions
 from gaca.estimators.gate import gate_weight
 from gaca.estimators.registry import DETECTORS, ESTIMATORS, needs_nll
 from gaca.estimators.returns import discounted_returns, environment_rewards, episode_returns
-from gaca.estimators.segments import NORMS
+from gaca.estimators.segments import NORMS, segment_count
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def episode_advantage(batch: StepBatch, config: AdvantageConfig, rules: Conventi
         score = episode_returns(batch, environment_rewards(batch))[batch.traj] - batch.penalty
     else:
         score = episode_returns(batch)[batch.traj]
-    return normalize(score, batch.group, batch.num_groups, config.eps, rules.one_element_raw)
+    return normalize(score, batch.group, batch.num_groups, config.eps, rules.one_element_raw, batch.weight)
 
 
 def step_advantage(
@@ -70,15 +70,16 @@ def step_advantage(
 
     A step alone in its anchor group falls back to the prompt group, or to zero
     (``rules.singleton_zero``: ``singleton_fallback='zero'`` or ``conventions='verl_agent'``).
+    With ``batch.weight`` (padding copies that count) a step and its copy are a group of two.
     """
     normalize = NORMS.get(config.norm)
-    size = torch.bincount(batch.anchor, minlength=batch.num_anchor_groups)[batch.anchor]
+    size = segment_count(batch.anchor, batch.num_anchor_groups, step_return.dtype, batch.weight)[batch.anchor]
     shared = size > 1
-    within_anchor = normalize(step_return, batch.anchor, batch.num_anchor_groups, config.eps)
+    within_anchor = normalize(step_return, batch.anchor, batch.num_anchor_groups, config.eps, weight=batch.weight)
     if rules.singleton_zero:
         fallback = torch.zeros_like(step_return)
     else:
-        fallback = normalize(step_return, batch.group, batch.num_groups, config.eps)
+        fallback = normalize(step_return, batch.group, batch.num_groups, config.eps, weight=batch.weight)
     return torch.where(shared, within_anchor, fallback), shared
 
 
@@ -133,6 +134,7 @@ def compute_advantages(
     invalid: ArrayLike | None = None,
     invalid_penalty: float | None = None,
     config: AdvantageConfig | None = None,
+    copies: ArrayLike | None = None,
 ) -> AdvantageOutput:
     """Advantages of N agent steps under ``config.method`` (docs/estimator.md, paper Eqs. 2-8).
 
@@ -151,6 +153,10 @@ def compute_advantages(
             and the episode sum; validated and unused under ``spec``.
         invalid_penalty: p >= 0, the penalty inside each invalid row's reward; given with ``invalid``.
         config: the estimator options; ``AdvantageConfig()`` (GACA defaults) when None.
+        copies: [N] int >= 0, how many padding copies of each row the caller's batch holds besides
+            it (verl-agent's ``adjust_batch``). ``conventions='verl_agent'`` counts them in the
+            row-level group statistics (episode over rows, anchor groups) as verl-agent does;
+            ``spec`` counts each row once. Validated whenever given; None: no copies.
 
     Sequences, NumPy arrays and torch tensors are accepted; tensors keep their device. Results
     are float tensors in the input row order (``torch.get_default_dtype()``), computed in
@@ -177,7 +183,9 @@ def compute_advantages(
             "pass all False (and invalid_penalty=0) when no action can be invalid"
         )
     with torch.no_grad():
-        batch = build_step_batch(group, traj, step, reward, anchor, nll, needs_anchor, invalid, invalid_penalty)
+        batch = build_step_batch(
+            group, traj, step, reward, anchor, nll, needs_anchor, invalid, invalid_penalty, copies, rules.copies_count
+        )
         output = ESTIMATORS.get(config.method)(batch, config, rules)
     return _cast(output, torch.get_default_dtype())
 

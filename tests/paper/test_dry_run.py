@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,9 @@ def parse_shell(command: str) -> tuple[str, dict[str, str], list[str]]:
     words = shlex.split(command.replace("\\\n", " "))
     assert words[0] == "cd" and words[2] == "&&"
     folder, rest = words[1], words[3:]
+    if rest[:2] == ["ulimit", "-u"]:  # WebShop's process limit
+        assert rest[3] == "&&"
+        rest = rest[4:]
     env = {}
     while re.match(r"^[A-Z_][A-Z0-9_]*=", rest[0]):
         name, value = rest.pop(0).split("=", 1)
@@ -49,6 +53,11 @@ def test_the_dry_run_prints_every_jobs_exact_command_and_the_gpu_hours(tmp_path:
     assert "to launch: 36 runs, about 864.0 GPU hours (24.00 per run)" in out
     assert "dry run: nothing launched" in out and "warning" not in out
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no store, no run folders, no job folders
+    # each family on its recipe from the one command: 18 ALFWorld and 18 WebShop jobs, 6 of each per method
+    assert Counter(re.findall(r"actor_rollout_ref\.actor\.ppo_mini_batch_size=(\d+)", out)) == {"256": 18, "64": 18}
+    assert Counter(re.findall(r"\+\+algorithm\.gigpo\.mode=(\w+)", out)) == {"mean_std_norm": 12, "mean_norm": 12}
+    assert Counter(re.findall(r"algorithm\.norm_adv_by_std_in_grpo=(\w+)", out)) == {"true": 24, "false": 12}
+    assert out.count("ulimit -u 65536 &&") == 18 and out.count("VLLM_ATTENTION_BACKEND=XFORMERS") == 36
 
     monkeypatch.chdir(tmp_path)  # where the driver resolved the store and the checkpoint folders
     common = re.search(r"^every run: (.*)$", out, re.MULTILINE)  # the block's settings shared by all its runs
@@ -60,6 +69,7 @@ def test_the_dry_run_prints_every_jobs_exact_command_and_the_gpu_hours(tmp_path:
         expected = build_job(run, key, f"sqlite:///{tmp_path / 'mlflow.db'}", None, launcher_gpus=4)
         folder, env, argv = parse_shell(command)
         assert (folder, env, argv) == (expected.cwd, dict(expected.env), expected.argv)
+        assert (f"ulimit -u {expected.max_user_processes} &&" in command) == (expected.max_user_processes is not None)
         assert env["MLFLOW_RUN_ID"] == RUN_ID_PENDING and env["GACA_RUN_KEY"] == key
         assert argv[1:3] == ["-m", "gaca.backends.verl.agent_main"]  # verl-agent's main_ppo behind gaca's hooks
         assert "trainer.n_gpus_per_node=4" in argv and "trainer.total_training_steps=150" in argv

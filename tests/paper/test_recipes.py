@@ -1,4 +1,5 @@
-"""The ``paper`` preset equals verl-agent's public GiGPO recipes wherever the paper is silent.
+"""The ``paper`` preset equals verl-agent's public GiGPO recipes wherever the paper is silent, for each
+family from the same command (``conf/trainer/paper.yaml`` and, for WebShop, ``conf/recipe/``).
 
 ``RECIPES`` records, per verl key, the value each recipe runs with and where it comes from:
 ``examples/gigpo_trainer/run_alfworld.sh`` / ``run_webshop.sh`` of verl-agent (upstream 796ed31), or
@@ -73,9 +74,19 @@ RECIPES: dict[str, tuple[object, object, str]] = {
     "actor_rollout_ref.actor.grad_clip": (1.0, 1.0, CONFIG),
     "actor_rollout_ref.rollout.temperature": (1.0, 1.0, CONFIG),
 }
-SHOP_OVERRIDES = ("trainer.minibatch_size=64", "algorithm.norm=mean")
-"""What a WebShop run adds to ``trainer=paper`` to run the WebShop recipe (README "Paper-scale runs")."""
-SHOP_ONLY = {"actor_rollout_ref.actor.ppo_mini_batch_size", "algorithm.gigpo.mode"}
+GRPO_RECIPE: dict[str, object] = {"algorithm.norm_adv_by_std_in_grpo": True, "actor_rollout_ref.actor.ppo_mini_batch_size": 64}
+"""verl-agent's GRPO WebShop recipe (examples/grpo_trainer/run_webshop.sh) where it differs from the GiGPO one: it keeps the std (its config
+default) and has no GiGPO options; the mini-batch is WebShop's 64 in both."""
+ENVIRONMENT = {"VLLM_ATTENTION_BACKEND": ("XFORMERS", "XFORMERS")}
+"""Variables both GiGPO scripts export."""
+MAX_USER_PROCESSES = (None, 65536)
+"""``ulimit -u`` of the scripts: WebShop's only."""
+DATA_DIRS = ("~/data/verl-agent/text", "~/data/verl-agent/webshop/text")
+"""The preset's data folders. Each GiGPO script prepares its own test.parquet (``--val_data_size``:
+ALFWorld 128 rows, WebShop ``val_data_size * 2`` = 256, both validated in batches of
+``data.val_batch_size`` = 128) in the same folder; the preset keeps WebShop's beside ALFWorld's so
+that both exist at once."""
+FAMILIES = ("household", "shop")
 
 
 def job_values(method: str, family: str, *extra: str) -> dict[str, object]:
@@ -99,20 +110,54 @@ def expected(column: int) -> dict[str, object]:
 def test_the_paper_preset_runs_the_alfworld_recipe_key_by_key(method):
     values = job_values(method, "household")
     recipe = expected(0)
-    if method != "gigpo":  # verl-agent's own GiGPO options are written only where its GiGPO would read them
+    if method == "grpo":  # verl-agent's own GiGPO options are written only where its GiGPO would read them
         recipe = {key: value for key, value in recipe.items() if not key.startswith("algorithm.gigpo.")}
     assert {key: values.get(key) for key in recipe} == recipe
     assert values["algorithm.gaca.norm"] == "mean_std" and values["algorithm.norm_adv_by_std_in_grpo"] is True
 
 
-def test_the_paper_preset_runs_the_webshop_recipe_with_its_two_values():
+@pytest.mark.parametrize("method", ["grpo", "gigpo", "gaca"])
+def test_the_paper_preset_runs_the_webshop_recipe_by_itself(method):
     recipe = expected(1)
-    values = job_values("gigpo", "shop", *SHOP_OVERRIDES)
+    if method == "grpo":  # gaca_grpo follows verl-agent's GRPO WebShop recipe
+        recipe = {key: value for key, value in recipe.items() if not key.startswith("algorithm.gigpo.")}
+        recipe.update(GRPO_RECIPE)
+    values = job_values(method, "shop")
     assert {key: values.get(key) for key in recipe} == recipe
-    assert values["algorithm.gaca.norm"] == "mean"  # the plugin's norm follows the recipe's mean_norm
-    plain = job_values("gigpo", "shop")
-    differing = {key for key in recipe if plain.get(key) != recipe[key]}
-    assert differing == SHOP_ONLY  # without them, exactly the two documented values differ
+    norm = "mean_std" if method == "grpo" else "mean"  # the estimator's norm follows its recipe's
+    assert values["algorithm.gaca.norm"] == norm
+    assert ("algorithm.gigpo.mode" in values) == (method != "grpo")
+
+
+@pytest.mark.parametrize(("column", "family"), list(enumerate(FAMILIES)))
+@pytest.mark.parametrize("method", ["grpo", "gigpo", "gaca"])
+def test_each_family_gets_its_recipes_data_folder_processes_and_variables(column, family, method):
+    from pathlib import Path
+
+    run, resolved = compose_run(*PAPER, f"algorithm={method}", f"env={family}")
+    job = build_job(run, run_key(resolved), "sqlite:///mlflow.db", "0123abcd", launcher_gpus=2)
+    assert run.backend.data_dir == DATA_DIRS[column]
+    assert job_values(method, family)["data.val_files"] == str(Path(DATA_DIRS[column]).expanduser() / "test.parquet")
+    assert {name: job.env.get(name) for name in ENVIRONMENT} == {name: values[column] for name, values in ENVIRONMENT.items()}
+    assert job.max_user_processes == MAX_USER_PROCESSES[column]
+    assert ("ulimit -u 65536 &&" in job.shell()) == (family == "shop")
+
+
+def test_the_two_families_differ_exactly_where_their_recipes_do():
+    for method in ("gigpo", "gaca"):
+        household, shop = job_values(method, "household"), job_values(method, "shop")
+        recipe_differs = {key for key, (alfworld, webshop, _) in RECIPES.items() if alfworld != webshop}
+        differing = {key for key in RECIPES if household.get(key) != shop.get(key)}
+        assert differing == recipe_differs
+    assert {key for key, (a, w, _) in RECIPES.items() if a != w} >= {"actor_rollout_ref.actor.ppo_mini_batch_size",
+                                                                       "algorithm.gigpo.mode"}
+
+
+def test_the_command_line_still_wins_over_the_family_recipe():
+    values = job_values("gigpo", "shop", "trainer.minibatch_size=32", "algorithm.norm=mean_std", "backend.data_dir=/d")
+    assert values["actor_rollout_ref.actor.ppo_mini_batch_size"] == 32
+    assert (values["algorithm.gigpo.mode"], values["algorithm.gaca.norm"]) == ("mean_std_norm", "mean_std")
+    assert values["data.val_files"] == "/d/test.parquet"
 
 
 def test_paper_scale_runs_use_verl_agents_conventions_and_cpu_runs_the_spec():

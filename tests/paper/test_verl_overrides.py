@@ -29,7 +29,7 @@ VERL_AGENT_KEYS = {
 BOTH_WAYS = {"trainer.use_v1"}
 """A verl 0.9.1 key that verl-agent's config lacks (``++`` too): the plugin needs the legacy trainer."""
 GIGPO_KEYS = {"algorithm.gigpo.step_advantage_w", "algorithm.gigpo.mode"}
-"""verl-agent's own GiGPO options, written for method=gigpo only."""
+"""verl-agent's own GiGPO options, written for the methods with anchor groups (gigpo, gaca), equal to theirs."""
 CASES = [(method, family) for method in ("grpo", "gigpo", "gaca") for family in ("household", "shop")]
 
 
@@ -83,7 +83,7 @@ def test_every_override_composes_with_verls_own_config_and_reads_back(method, fa
         else:
             assert in_verl, f"{key} is not a key of verl 0.9.1's ppo_trainer.yaml"
         assert plain(OmegaConf.select(config, key)) == override.value(), text
-    assert forced == VERL_AGENT_KEYS | BOTH_WAYS | (GIGPO_KEYS if method == "gigpo" else set())
+    assert forced == VERL_AGENT_KEYS | BOTH_WAYS | (GIGPO_KEYS if method != "grpo" else set())
     options = [*AdvantageConfig.__dataclass_fields__, "invalid_action_penalty"]
     assert added == {f"algorithm.gaca.{name}" for name in options}
 

@@ -25,8 +25,9 @@ METHODS = {"gaca": "gaca", "gigpo": "gigpo", "gaca_grpo": "grpo"}
 
 
 def algorithm(estimator: str, **options: object) -> OmegaConf:
-    """verl's ``algorithm`` node as the legacy trainer passes it (a DictConfig)."""
-    node = {"adv_estimator": estimator, "gamma": 1.0, "lam": 1.0, "norm_adv_by_std_in_grpo": True}
+    """verl's ``algorithm`` node as the legacy trainer passes it (a DictConfig), with the recipes' gamma,
+    which the estimator follows (its ``algorithm.gaca.gamma``)."""
+    node = {"adv_estimator": estimator, "gamma": 0.95, "lam": 1.0, "norm_adv_by_std_in_grpo": True}
     if options:
         node["gaca"] = options
     return OmegaConf.create(node)
@@ -80,7 +81,8 @@ def test_options_under_algorithm_gaca_reach_the_estimator_through_verls_config(l
     changed = run_verl(layout_batch(seed=3).data, "gaca", config.algorithm).batch["advantages"]
     default = run_verl(layout_batch(seed=3).data, "gaca").batch["advantages"]
 
-    expected = layout_batch(seed=3).reference(AdvantageConfig(lambda0=0.25, alpha_lambda=0.0))
+    # verl's own algorithm.gamma (1.0 in its ppo_trainer.yaml) is the estimator's gamma too
+    expected = layout_batch(seed=3).reference(AdvantageConfig(lambda0=0.25, alpha_lambda=0.0, gamma=1.0))
     assert torch.equal(changed, expected)
     assert not torch.allclose(changed, default)
 

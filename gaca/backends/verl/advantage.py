@@ -8,7 +8,9 @@ import torch
 
 from gaca.backends.verl.batch import GLOBAL_STEP, read_step_rows
 from gaca.backends.verl.options import plugin_options
+from gaca.estimators.config import AdvantageConfig
 from gaca.estimators.core import AdvantageOutput, compute_advantages
+from gaca.estimators.registry import DETECTORS, ESTIMATORS
 from gaca.estimators.tokens import broadcast_to_tokens
 
 if TYPE_CHECKING:
@@ -32,13 +34,15 @@ def token_level_advantages(
         algorithm: verl's ``algorithm`` config; options under its ``gaca`` node.
 
     The random detector draws a fresh permutation every training step: its seed derives from
-    ``algorithm.gaca.seed`` and ``data.meta_info['global_steps']``.
+    ``algorithm.gaca.seed`` and ``data.meta_info['global_steps']``. Padding copies of a row (see
+    ``gaca.backends.verl.batch``) get its advantage and count in the group statistics under
+    ``conventions: verl_agent`` only.
 
     Raises:
         ValueError: naming a bad option or a missing field (and the rollout that provides it).
     """
     config, reward_options = plugin_options(algorithm, estimator)
-    if config.method == "gaca" and config.detector == "random":
+    if draws_per_step(config):
         if GLOBAL_STEP not in data.meta_info:
             raise ValueError(
                 "detector='random' draws a new permutation every training step, but the batch has no "
@@ -63,9 +67,15 @@ def token_level_advantages(
         invalid=steps.invalid,
         invalid_penalty=reward_options.invalid_action_penalty,
         config=config,
+        copies=steps.copies,
     )
     per_row = steps.to_rows(output.advantages).to(response_mask.device)
     return broadcast_to_tokens(per_row, response_mask), output
+
+
+def draws_per_step(config: AdvantageConfig) -> bool:
+    """Whether the estimator's detector reads ``seed`` (a random one): it then draws afresh each step."""
+    return ESTIMATORS.spec(config.method).gated and "seed" in DETECTORS.spec(config.detector).reads
 
 
 def compute_batch_advantages(data: DataProto, estimator: str, algorithm: Any = None) -> DataProto:

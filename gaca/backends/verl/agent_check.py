@@ -1,12 +1,21 @@
-"""``gaca verl-agent check PATH``: whether a verl-agent checkout has every function, class and
-signature that gaca's hooks (``gaca.backends.verl.agent_hooks``) need, read from its source with ``ast``
-(nothing of it is imported). Exit status 0 when all are there, 2 otherwise, naming each missing one.
+"""``gaca verl-agent check PATH [--python PY]``: whether a verl-agent checkout has every function,
+class and signature that gaca's hooks (``gaca.backends.verl.agent_hooks``) need, read from its source
+with ``ast`` (nothing of it is imported), and whether the trainer's Python (PY, default this one) has
+versions its pins accept (``setup.py``'s ``install_requires`` and ``requirements.txt``). Exit status
+0 when all is well, 2 otherwise, naming each missing item and each conflicting version.
+
+A package pinned in both files passes when its version satisfies either pin (the two files
+disagree on tensordict); a package neither file pins is not checked. The project's own ``verl``
+extra (verl 0.9.1, transformers >= 5.5.3, Ray unpinned) fails these pins: it must not be installed
+into verl-agent's environment.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import json
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +45,8 @@ class Requirement:
 class Result:
     requirement: Requirement
     problem: str | None
+    version: bool = False
+    """A version of the trainer's Python against the checkout's pins (else something the hooks need)."""
 
     @property
     def ok(self) -> bool:
@@ -169,8 +180,104 @@ REQUIREMENTS: tuple[Requirement, ...] = (
 )
 
 
-def check(root: Path) -> list[Result]:
-    """Every requirement's result on the checkout at ``root``."""
+@dataclass(frozen=True)
+class Pin:
+    package: str
+    """The distribution name, normalised (``ray[default]`` -> ``ray``)."""
+    specifier: str
+    """Its version specifier, e.g. ``<=4.57.3``."""
+    source: str
+    """The file it is written in."""
+
+
+def pins(root: Path) -> list[Pin]:
+    """The version-pinned requirements of the checkout at ``root`` (unpinned ones are left out):
+    setup.py's ``install_requires`` (what ``pip install -e .`` installs) and requirements.txt."""
+    from packaging.requirements import InvalidRequirement, Requirement as Spec
+
+    texts: list[tuple[str, str]] = []
+    setup = root / "setup.py"
+    if setup.is_file():
+        for node in ast.walk(ast.parse(setup.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assign) and any(dotted(t) == "install_requires" for t in node.targets):
+                if isinstance(node.value, ast.List):
+                    texts += [("setup.py", item.value) for item in node.value.elts if isinstance(item, ast.Constant)]
+    requirements = root / "requirements.txt"
+    if requirements.is_file():
+        lines = (line.split("#", 1)[0].strip() for line in requirements.read_text(encoding="utf-8").splitlines())
+        texts += [("requirements.txt", line) for line in lines if line]
+    found = []
+    for source, text in texts:
+        try:
+            spec = Spec(text)
+        except InvalidRequirement:
+            continue
+        if str(spec.specifier):
+            found.append(Pin(normalised(spec.name), str(spec.specifier), source))
+    return found
+
+
+def normalised(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+VERSIONS_SCRIPT = """
+import importlib.metadata, json, sys
+def version(name):
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+print(json.dumps({name: version(name) for name in sys.argv[1:]}))
+"""
+"""Prints {package: installed version or null} of the Python that runs it, for its arguments."""
+
+
+def installed_versions(python: str | None, packages: list[str]) -> dict[str, str | None]:
+    """package -> its version in ``python`` (None: this interpreter), None where not installed.
+
+    Raises:
+        ValueError: one line, when ``python`` cannot be run or fails.
+    """
+    command = [python or sys.executable, "-c", VERSIONS_SCRIPT, *packages]
+    try:
+        answer = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except OSError as error:
+        raise ValueError(f"--python {python} cannot be run: {error.strerror or error}") from None
+    if answer.returncode != 0:
+        last = (answer.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ValueError(f"--python {python} exited with status {answer.returncode}: {last}")
+    return json.loads(answer.stdout.strip().splitlines()[-1])
+
+
+def version_results(root: Path, python: str | None = None) -> list[Result]:
+    """One result per pinned package: its version in ``python`` against every pin the checkout has for it."""
+    from packaging.specifiers import SpecifierSet
+
+    by_package: dict[str, list[Pin]] = {}
+    for pin in pins(root):
+        by_package.setdefault(pin.package, []).append(pin)
+    if not by_package:
+        return []
+    versions = installed_versions(python, sorted(by_package))
+    results = []
+    for package, package_pins in sorted(by_package.items()):
+        stated = ", ".join(f"{package}{pin.specifier} ({pin.source})" for pin in package_pins)
+        requirement = Requirement(" + ".join(dict.fromkeys(pin.source for pin in package_pins)), stated, lambda tree: None)
+        version = versions.get(package)
+        if version is None:
+            problem = f"{package} is not installed"
+        elif any(SpecifierSet(pin.specifier).contains(version, prereleases=True) for pin in package_pins):
+            problem = None
+        else:
+            problem = f"{package} {version} is installed, which conflicts"
+        results.append(Result(requirement, problem, version=True))
+    return results
+
+
+def check(root: Path, python: str | None = None) -> list[Result]:
+    """Every requirement's result on the checkout at ``root``, the versions of ``python`` (None:
+    this interpreter) against its pins last."""
     trees: dict[str, ast.Module | str] = {}
     results = []
     for requirement in REQUIREMENTS:
@@ -184,22 +291,35 @@ def check(root: Path) -> list[Result]:
                 trees[requirement.path] = f"cannot be parsed ({error})"
         tree = trees[requirement.path]
         results.append(Result(requirement, tree if isinstance(tree, str) else requirement.missing(tree)))
-    return results
+    return results + version_results(root, python)
 
 
-def report(root: Path, results: list[Result]) -> str:
+def report(root: Path, results: list[Result], python: str | None = None) -> str:
+    hooks = [result for result in results if not result.version]
+    versions = [result for result in results if result.version]
     lines = [f"verl-agent at {root}: what gaca's hooks need (gaca.backends.verl.agent_hooks)"]
-    for result in results:
+    for result in hooks:
         requirement = result.requirement
         status = "ok     " if result.ok else "MISSING"
         line = f"  {status} {requirement.path}: {requirement.what}"
         lines.append(line if result.ok else f"{line}: {result.problem}")
-    missing = sum(not result.ok for result in results)
-    lines.append(
-        f"{missing} of {len(results)} missing: backend=verl jobs cannot run this checkout" if missing
-        else f"all {len(results)} present: backend=verl jobs can run this checkout unmodified"
-    )
+    if versions:
+        lines.append(f"the trainer's Python ({python or sys.executable}) against the checkout's pins:")
+    for result in versions:
+        status = "ok      " if result.ok else "CONFLICT" if "conflicts" in result.problem else "MISSING "
+        line = f"  {status} {result.requirement.what}"
+        lines.append(line if result.ok else f"{line}: {result.problem}")
+    missing = sum(not result.ok for result in hooks)
+    conflicts = sum(not result.ok for result in versions)
+    pinned = f", {conflicts} of {len(versions)} pinned versions not as pinned" if versions else ""
+    if missing or conflicts:
+        lines.append(f"{missing} of {len(hooks)} missing{pinned}: backend=verl jobs cannot run this checkout"
+                     + (" with this Python" if conflicts else ""))
+    else:
+        lines.append(f"all {len(hooks)} present{', every pinned version as pinned' if versions else ''}: "
+                     "backend=verl jobs can run this checkout unmodified")
     return "\n".join(lines)
+
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,11 +327,16 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     check_command = commands.add_parser("check", help="check a verl-agent checkout (exit 0: ready, 2: something missing)")
     check_command.add_argument("path", type=Path, help="the checkout (the folder holding verl/ and agent_system/)")
+    check_command.add_argument("--python", help="the trainer's Python, whose installed versions are checked (default: this one)")
     args = parser.parse_args(argv)
     root = args.path.expanduser().resolve()
     if not root.is_dir():
         print(f"gaca verl-agent check: {root} is not a folder", file=sys.stderr)
         return 2
-    results = check(root)
-    print(report(root, results))
+    try:
+        results = check(root, args.python)
+    except ValueError as error:
+        print(f"gaca verl-agent check: {error}", file=sys.stderr)
+        return 2
+    print(report(root, results, args.python))
     return 0 if all(result.ok for result in results) else 2

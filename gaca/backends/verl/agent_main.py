@@ -26,12 +26,16 @@ def checkout_root() -> Path | None:
 def main(argv: list[str] | None = None) -> int:
     from gaca.backends.verl import agent_hooks
     from gaca.backends.verl.agent_check import check, report
+    from gaca.backends.verl.options import command_line_problem
 
     overrides = sys.argv[1:] if argv is None else argv
     root = checkout_root()
     if root is None:
         print("gaca.backends.verl.agent_main: no `verl` package is importable; install verl-agent or run from its checkout",
               file=sys.stderr)
+        return 2
+    if (problem := command_line_problem(root, overrides)) is not None:
+        print(f"gaca.backends.verl.agent_main: {problem}", file=sys.stderr)
         return 2
     results = check(root)
     if not all(result.ok for result in results):

@@ -20,7 +20,11 @@ order, so the k-th row of a trajectory is its step k. Trainers then reorder rows
 (``trainer.balance_batch``) and append padding copies (verl-agent's ``adjust_batch``), so stamp
 the index while the rows are still in rollout order: ``add_step_index(batch)`` right after the
 rollout. With ``step`` stamped, padding copies (same ``traj_uid`` and ``step``) are recognised and
-get their original's advantage. Without it the index is derived from the current row order, which
+get their original's advantage; under ``conventions: verl_agent`` they count in the group
+statistics as verl-agent's own estimators count them (``copies`` of ``compute_advantages``), under
+``spec`` each real row counts once. ``adjust_batch`` pads up to the least common multiple of the
+log-prob and actor micro-batches times the GPUs, so up to ``32 x GPUs - 1`` copies with the
+ALFWorld recipe. Without it the index is derived from the current row order, which
 is only right before any reordering or padding.
 """
 
@@ -34,6 +38,7 @@ import torch
 
 from gaca.backends.verl.options import RewardOptions
 from gaca.estimators.config import AdvantageConfig
+from gaca.estimators.registry import ESTIMATORS, needs_nll
 from gaca.estimators.tokens import mean_token_nll
 
 if TYPE_CHECKING:
@@ -59,7 +64,7 @@ class StepRows:
     """The estimator's inputs for the U distinct steps among the batch's B rows.
 
     ``inverse`` [B] maps each row to its step (padding copies share their original's); ``rows``
-    [U] is one batch row of each step.
+    [U] is one batch row of each step; ``copies`` [U] how many more rows of the batch repeat it.
     """
 
     group: np.ndarray  # [U] task group ids
@@ -71,6 +76,11 @@ class StepRows:
     nll: torch.Tensor | None  # [U] H_t (gaca unless detector='uniform')
     rows: np.ndarray  # [U] int64
     inverse: np.ndarray  # [B] int64
+
+    @property
+    def copies(self) -> np.ndarray:
+        """[U] int64: the padding copies of each step in the batch (0 for most)."""
+        return np.bincount(self.inverse, minlength=len(self.rows)) - 1
 
     def to_rows(self, per_step: torch.Tensor) -> torch.Tensor:
         """[B] a per-step value [U] on every batch row of that step."""
@@ -125,10 +135,8 @@ def read_step_rows(
     invalid = np.zeros(len(reward), dtype=bool) if valid is None else ~np.asarray(valid, dtype=bool)
     if reward_options.invalid_action_penalty > 0:
         reward = reward - reward_options.invalid_action_penalty * invalid
-    anchor = _required(data, "anchor_obs") if config.method != "grpo" else None
-    nll = None
-    if config.method == "gaca" and config.detector != "uniform":
-        nll = mean_token_nll(_tensor(data, "old_log_probs"), response_mask)
+    anchor = _required(data, "anchor_obs") if ESTIMATORS.spec(config.method).needs_anchors else None
+    nll = mean_token_nll(_tensor(data, "old_log_probs"), response_mask) if needs_nll(config.to_dict()) else None
 
     traj_codes = _codes(traj)
     if "step" in data.non_tensor_batch:

@@ -28,11 +28,12 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from gaca.backends.config import RunConfig
+from gaca.backends.verl.options import gigpo_options
 from gaca.estimators.registry import verl_names
 from gaca.tracking.tags import run_name
 
@@ -44,20 +45,27 @@ RUN_ID_PENDING = "<created or resumed by the job>"
 
 @dataclass(frozen=True)
 class FamilyRecipe:
-    """verl-agent's settings for one environment (its examples/gigpo_trainer scripts)."""
+    """verl-agent's settings for one environment (its examples/gigpo_trainer scripts) that are not
+    run config values; those (WebShop's mini-batch, GiGPO mode and data folder) are in
+    ``conf/recipe/`` (composed for ``trainer=paper``)."""
 
     env_name: str
     """verl-agent's ``env.env_name``."""
     max_prompt_length: int
     micro_batch_size_per_gpu: int
     log_prob_micro_batch_size_per_gpu: int
+    max_user_processes: int | None = None
+    """The script's ``ulimit -u``: the trainer starts with at least this many processes allowed
+    (as many as the hard limit allows); None: as inherited."""
+    env_vars: Mapping[str, str] = field(default_factory=lambda: {"VLLM_ATTENTION_BACKEND": "XFORMERS"})
+    """The variables the script exports (``backend.env_vars`` adds to them and wins)."""
 
 
 ALFWORLD = FamilyRecipe("alfworld/AlfredTWEnv", 2048, 32, 32)
 RECIPES: Mapping[str, FamilyRecipe] = {
     "household": ALFWORLD,
     "alfworld": ALFWORLD,
-    "shop": FamilyRecipe("Webshop", 4096, 8, 16),
+    "shop": FamilyRecipe("Webshop", 4096, 8, 16, max_user_processes=65536),
 }
 """gaca env family -> the verl-agent environment a verl job plays instead."""
 
@@ -88,14 +96,28 @@ class VerlJob:
     env: Mapping[str, str]
     """Variables set on top of the job's own environment."""
     cwd: str
+    max_user_processes: int | None = None
+    """``ulimit -u`` of the trainer: its soft limit of processes is raised to at least this (within the hard limit)."""
 
     @property
     def argv(self) -> list[str]:
         return [*self.command, *self.overrides]
 
+    def raise_limits(self) -> None:
+        """Raise the process limit as ``max_user_processes`` says (``preexec_fn`` of the trainer's process)."""
+        if self.max_user_processes is None:
+            return
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+        if soft != resource.RLIM_INFINITY and soft < self.max_user_processes:
+            wanted = self.max_user_processes if hard == resource.RLIM_INFINITY else min(self.max_user_processes, hard)
+            resource.setrlimit(resource.RLIMIT_NPROC, (wanted, hard))
+
     def shell(self) -> str:
-        """The job as one shell command to copy: folder, variables, command, one override per line."""
-        lines = [f"cd {shell_word(self.cwd)} && \\"]
+        """The job as one shell command to copy: folder, limits, variables, command, one override per line."""
+        limit = f" ulimit -u {self.max_user_processes} &&" if self.max_user_processes else ""
+        lines = [f"cd {shell_word(self.cwd)} &&{limit} \\"]
         lines += [f"  {name}={shell_word(value)} \\" for name, value in self.env.items()]
         lines.append("  " + " ".join(shell_word(part) for part in self.command) + (" \\" if self.overrides else ""))
         lines += [f"    {shell_word(o)}" + (" \\" if i < len(self.overrides) - 1 else "") for i, o in enumerate(self.overrides)]
@@ -120,8 +142,9 @@ def build_job(
         # Ray workers import verl-agent's packages (agent_system) from wherever they start.
         inherited = os.environ.get("PYTHONPATH")
         env["PYTHONPATH"] = cwd + (os.pathsep + inherited if inherited else "")
-    env.update(backend.env_vars)
-    return VerlJob(command, overrides, env, cwd)
+    recipe = RECIPES[run.env.name]
+    env.update({**recipe.env_vars, **backend.env_vars})
+    return VerlJob(command, overrides, env, cwd, recipe.max_user_processes)
 
 
 def gpus_per_node(run: RunConfig, launcher_gpus: int | None) -> int:
@@ -210,9 +233,7 @@ def verl_overrides(run: RunConfig, run_key: str, gpus: int) -> list[str]:
         ("actor_rollout_ref.actor.use_invalid_action_penalty", env.invalid_penalty > 0),
         ("actor_rollout_ref.actor.invalid_action_penalty_coef", env.invalid_penalty),
     ]
-    if algorithm.method == "gigpo":  # verl-agent's own GiGPO reads these when it, not the plugin, runs
-        mode = "mean_std_norm" if algorithm.norm == "mean_std" else "mean_norm"
-        verl_agent += [("algorithm.gigpo.step_advantage_w", algorithm.step_weight), ("algorithm.gigpo.mode", mode)]
+    verl_agent += gigpo_options(algorithm)  # the hooks refuse verl-agent options that disagree with the estimator's
     estimator = [(f"algorithm.gaca.{name}", value) for name, value in algorithm.to_dict().items()]
     estimator.append(("algorithm.gaca.invalid_action_penalty", env.invalid_penalty))  # the plugin's step rewards
     return [

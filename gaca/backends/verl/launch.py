@@ -68,7 +68,8 @@ def run_trainer(job: VerlJob) -> int:
 
     It gets its own process group, so that stopping it also stops what it started (Ray, vLLM).
     """
-    process = subprocess.Popen(job.argv, cwd=job.cwd, env={**os.environ, **job.env}, start_new_session=True)
+    process = subprocess.Popen(job.argv, cwd=job.cwd, env={**os.environ, **job.env}, start_new_session=True,
+                               preexec_fn=job.raise_limits)
     try:
         return process.wait()
     except BaseException:
