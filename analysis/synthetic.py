@@ -34,7 +34,7 @@ BATCH = 1000  # MLflow's limit of metrics per log_batch
 @functools.lru_cache(maxsize=None)
 def composed(env: str, scale: str, preset: str) -> dict[str, object]:
     """``conf/train.yaml`` composed with ``env``, ``model=scale`` and ``trainer=preset``, as plain data."""
-    from gaca.backends.entry import compose, resolve
+    from gaca.compose import compose, resolve
 
     return resolve(compose([f"env={env}", f"model={scale}", f"trainer={preset}"]))
 

@@ -33,6 +33,12 @@ def load_plugins() -> None:
         entry.load()
 
 
+def import_target(target: str) -> Any:
+    """The object that ``"package.module:attribute"`` names, its module imported."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 class Registry(Generic[T]):
     """Maps names to implementations (and their specs); rejects a name clash and lists the known
     names on a miss.
@@ -69,8 +75,7 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         entry = self._entries[self._known(name)]
         if isinstance(entry, str):
-            module, _, attribute = entry.partition(":")
-            entry = self._entries[name] = getattr(importlib.import_module(module), attribute)
+            entry = self._entries[name] = import_target(entry)
         return entry
 
     def spec(self, name: str) -> Any:
@@ -86,6 +91,11 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         return sorted(self._entries)
+
+    def in_order(self) -> list[str]:
+        """Every name, the installed plugins' included, in the order they were registered."""
+        load_plugins()
+        return list(self._entries)
 
     def __contains__(self, name: object) -> bool:
         if name not in self._entries:

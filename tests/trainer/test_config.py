@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 
 import gaca
 from gaca.backends.config import STARTING_POLICY_CODE, source_fingerprint
-from gaca.backends.entry import CONF_DIR, ConfigError, validate
+from gaca.compose import CONF_DIR, ConfigError, validate
 
 
 def compose_validate(overrides):
