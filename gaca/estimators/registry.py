@@ -45,6 +45,9 @@ class EstimatorSpec:
     """Its name in tables and figure legends; None: the registered name."""
     color: str | None = None
     """Its colour in figures (a matplotlib colour); None: one of ``FALLBACK_COLORS``, fixed by its name."""
+    claimed_rank: int | None = None
+    """Its place in the paper's claimed order of Table 1 (GRPO 0 < GiGPO 1 < GACA 2), which the
+    report checks; None: not part of the claim."""
     reference: str | None = None
     """``"package.module:function"`` of its plain-loop reference (``gaca.estimators.reference``):
     ``(ReferenceLevels, AdvantageConfig) -> per-row lists``, the oracle of its property tests."""
@@ -85,7 +88,7 @@ ESTIMATORS.declare(
     "grpo",
     "gaca.estimators.core:grpo",
     EstimatorSpec(
-        EVERY_ESTIMATOR_READS, needs_anchors=False, verl_name="gaca_grpo", label="GRPO", color="#7f7f7f",
+        EVERY_ESTIMATOR_READS, needs_anchors=False, verl_name="gaca_grpo", label="GRPO", color="#7f7f7f", claimed_rank=0,
         reference="gaca.estimators.reference:grpo_reference",
     ),
 )
@@ -93,7 +96,7 @@ ESTIMATORS.declare(
     "gigpo",
     "gaca.estimators.core:gigpo",
     EstimatorSpec(
-        EVERY_ESTIMATOR_READS + STEP_LEVEL_READS, needs_anchors=True, verl_name="gigpo", label="GiGPO", color="#1f77b4",
+        EVERY_ESTIMATOR_READS + STEP_LEVEL_READS, needs_anchors=True, verl_name="gigpo", label="GiGPO", color="#1f77b4", claimed_rank=1,
         reference="gaca.estimators.reference:gigpo_reference",
     ),
 )
@@ -102,7 +105,7 @@ ESTIMATORS.declare(
     "gaca.estimators.core:gaca",
     EstimatorSpec(
         EVERY_ESTIMATOR_READS + STEP_LEVEL_READS + GATE_READS, needs_anchors=True, gated=True, verl_name="gaca",
-        label="GACA", color="#d62728", reference="gaca.estimators.reference:gaca_reference",
+        label="GACA", color="#d62728", claimed_rank=2, reference="gaca.estimators.reference:gaca_reference",
     ),
 )
 DETECTORS.declare(
@@ -195,3 +198,9 @@ def detector_labels(detector: str) -> tuple[str, str]:
     spec: DetectorSpec = DETECTORS.spec(detector)
     label = spec.label or detector
     return label, spec.latex or label
+
+
+def claimed_order() -> list[str]:
+    """The estimators of the paper's claimed order, lowest first (``EstimatorSpec.claimed_rank``)."""
+    ranked = {method: ESTIMATORS.spec(method).claimed_rank for method in ESTIMATORS.in_order()}
+    return sorted((method for method, rank in ranked.items() if rank is not None), key=lambda method: ranked[method])
