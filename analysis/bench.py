@@ -24,7 +24,7 @@ import numpy as np
 from mlflow.tracking import MlflowClient
 
 from analysis import cells, collect, report
-from analysis.blocks import load_blocks
+from analysis.blocks import report_blocks
 from analysis.synthetic import DIAGNOSTICS, SyntheticRun, log_runs
 from gaca import contract
 
@@ -61,7 +61,7 @@ def plan_runs(total: int, iterations: int) -> list[SyntheticRun]:
     configurations = [
         (method, env, scale, {}, rate) for (env, scale), rates in MAIN_SUCCESS.items() for method, rate in rates.items()
     ]
-    blocks = load_blocks()
+    blocks = report_blocks()
     env, scale = blocks.ablation_environment, blocks.ablation_scale
     variants = {variant.name: variant for block in blocks.ablations for variant in block.variants}
     configurations += [("gaca", env, scale, dict(variants[name].overrides), rate) for name, rate in ABLATION_SUCCESS.items()]
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         _, logged_s = timed(log_runs, client, EXPERIMENT, runs, str(folder.resolve() / "artifacts"))
 
     runs_frame, load_runs_s = timed(collect.load_runs, client, EXPERIMENT)
-    plan = cells.Plan(tuple(load_blocks().by_name.values()))
+    plan = cells.Plan(tuple(report_blocks().by_name.values()))
     wanted = plan.wanted()
     ledger = cells.screen(runs_frame, wanted)
     candidates = list(ledger.loc[ledger["reason"].isna(), "run_id"])

@@ -14,11 +14,14 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from gaca.contract import canonical, flatten, normalize, parse_param, unflatten
 from gaca.estimators.config import AdvantageConfig
 from gaca.estimators.registry import ESTIMATORS, detector_labels, estimator_label, read_fields
+
+if TYPE_CHECKING:
+    from gaca.orchestration import blocks as sweeps
 
 DEFAULT_CONFIG: Mapping[str, object] = {f"algorithm.{key}": value for key, value in AdvantageConfig().to_dict().items()}
 """GACA's defaults (``AdvantageConfig``, ESTIMATOR-SPEC.md): what a variant's ``overrides`` differ from."""
@@ -214,7 +217,7 @@ def _expand(names: tuple[str, ...]) -> dict[str, Block]:
     return blocks
 
 
-def _every_method(sweep: Any) -> list[str]:
+def _every_method(sweep: sweeps.Block) -> list[str]:
     """The override that adds every registered estimator the main sweep file does not list to its
     ``algorithm`` dimension (each composed from its own ``conf/algorithm/NAME.yaml``)."""
     listed = [value for grid in sweep.grids for key, value in grid if key == "algorithm"]
@@ -243,8 +246,8 @@ def _block(name: str, configs: list[dict[str, object]], seeds: tuple[int, ...]) 
 
 
 @dataclass(frozen=True)
-class Blocks:
-    """The report's blocks, as ``load_blocks`` reads them from their sweep files."""
+class ReportBlocks:
+    """The report's blocks, as ``report_blocks`` reads them from their sweep files."""
 
     by_name: Mapping[str, Block]
     """Every block of ``PRESENTATION``, in table order."""
@@ -268,13 +271,13 @@ class Blocks:
 
 
 @functools.lru_cache(maxsize=1)
-def load_blocks() -> Blocks:
+def report_blocks() -> ReportBlocks:
     """The blocks of ``PRESENTATION``, each sweep file expanded and composed (once per process)."""
-    return Blocks(_expand(tuple(PRESENTATION)))
+    return ReportBlocks(_expand(tuple(PRESENTATION)))
 
 
 def get_block(name: str) -> Block:
-    blocks = load_blocks().by_name
+    blocks = report_blocks().by_name
     try:
         return blocks[name]
     except KeyError:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.blocks import DEFAULT_CONFIG, Block, Variant, get_block, load_blocks
+from analysis.blocks import DEFAULT_CONFIG, Block, Variant, get_block, report_blocks
 from analysis.cells import CellKey, CellResult, Comparison, Plan, compare
 from analysis.latex import escape
 from gaca.estimators.registry import claimed_order, estimator_label
@@ -299,9 +299,9 @@ def main_order(evidence: Evidence) -> Claim:
     notes: list[str] = []
     verdicts = []
     comparisons = []
-    for env, scale in evidence.plan.settings(load_blocks().main):
+    for env, scale in evidence.plan.settings(report_blocks().main):
         named = [
-            (f"{estimator_label(m)} {env}/{scale}", evidence.cells[evidence.plan.cell(load_blocks().main.variant(m), env, scale)])
+            (f"{estimator_label(m)} {env}/{scale}", evidence.cells[evidence.plan.cell(report_blocks().main.variant(m), env, scale)])
             for m in order
         ]
         if all(result.n == 0 for _, result in named):
@@ -325,7 +325,7 @@ def gate_in_linear_regime(evidence: Evidence) -> Claim:
     verdicts = []
     settings = dict.fromkeys(setting for block in evidence.plan.blocks for setting in evidence.plan.settings(block))
     for env, scale in settings:
-        cell = evidence.cells[evidence.plan.cell(load_blocks().main.variant("gaca"), env, scale)]
+        cell = evidence.cells[evidence.plan.cell(report_blocks().main.variant("gaca"), env, scale)]
         if cell.n == 0:
             continue
         rows = evidence.diagnostics.loc[evidence.diagnostics["run_id"].isin(cell.run_ids)]

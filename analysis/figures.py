@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from analysis.blocks import DEFAULT_CONFIG, Block, environment_label, get_block, load_blocks, methods, scale_label
+from analysis.blocks import DEFAULT_CONFIG, Block, environment_label, get_block, report_blocks, methods, scale_label
 from analysis.cells import CellKey, CellResult, Plan, iterations_to_reach, mean_curve
 from gaca.estimators.registry import estimator_color, estimator_label
 
@@ -50,8 +50,8 @@ def save(figure: Figure, folder: Path, stem: str) -> list[Path]:
 def _main_settings(plan: Plan, cells: Mapping[CellKey, CellResult]) -> list[tuple[str, str]]:
     return [
         (env, scale)
-        for env, scale in plan.settings(load_blocks().main)
-        if any(cells[plan.cell(load_blocks().main.variant(method), env, scale)].n for method in methods())
+        for env, scale in plan.settings(report_blocks().main)
+        if any(cells[plan.cell(report_blocks().main.variant(method), env, scale)].n for method in methods())
     ]
 
 
@@ -67,9 +67,9 @@ def _block_settings(plan: Plan, block: Block, cells: Mapping[CellKey, CellResult
 def variant_colors(block: Block) -> dict[str, str]:
     """A colour per row of ``block``: the methods' own on the main block, GACA's red for the
     default configuration, a palette for the rest."""
-    if block is load_blocks().main:
+    if block is report_blocks().main:
         return {method: estimator_color(method) for method in methods()}
-    default = load_blocks().main.variant("gaca").key()
+    default = report_blocks().main.variant("gaca").key()
     palette = iter(VARIANT_COLORS)
     return {
         variant.name: estimator_color("gaca") if variant.key() == default else next(palette)
@@ -190,7 +190,7 @@ def lambda0_sweep(plan: Plan, cells: Mapping[CellKey, CellResult], folder: Path)
     fixed = [v for v in block.variants if v.config()["algorithm.alpha_lambda"] == 0.0]
     points = [(float(v.config()["algorithm.lambda0"]), cells[plan.cell(v, env, scale)]) for v in fixed]
     points = [(x, cell) for x, cell in points if cell.n]
-    adaptive = cells[plan.cell(load_blocks().main.variant("gaca"), env, scale)]
+    adaptive = cells[plan.cell(report_blocks().main.variant("gaca"), env, scale)]
     if not points and not adaptive.n:
         return []
     with matplotlib.rc_context(STYLE):
@@ -317,7 +317,7 @@ def sample_efficiency_frame(plan: Plan, cells: Mapping[CellKey, CellResult], cur
     rows = []
     for env, scale in _main_settings(plan, cells):
         mean_curves = {
-            method: mean_curve(cells[plan.cell(load_blocks().main.variant(method), env, scale)], curves) for method in methods()
+            method: mean_curve(cells[plan.cell(report_blocks().main.variant(method), env, scale)], curves) for method in methods()
         }
         if mean_curves["gigpo"].empty:
             continue

@@ -27,7 +27,7 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from analysis import cells, claims, collect, figures, horizon, latex, tables
-from analysis.blocks import Block, environment_label, load_blocks, scale_label
+from analysis.blocks import Block, environment_label, report_blocks, scale_label
 from analysis.cells import CellKey, CellResult, Plan
 from gaca.estimators.registry import ESTIMATORS
 
@@ -55,7 +55,7 @@ SHARED_FIGURES = ("fig2c_lambda0_sweep", "fig3_gate_law", "sample_efficiency")
 
 
 def block_stem(figure: str, block: Block) -> str:
-    return "fig2ab_learning_curves" if (figure, block) == ("learning_curves", load_blocks().main) else f"{figure}_{block.name}"
+    return "fig2ab_learning_curves" if (figure, block) == ("learning_curves", report_blocks().main) else f"{figure}_{block.name}"
 
 
 def generated() -> list[str]:
@@ -65,7 +65,7 @@ def generated() -> list[str]:
         "tables/cells.csv",
         *(
             f"figures/{stem}.{ext}"
-            for stem in (*SHARED_FIGURES, *(block_stem(f, b) for b in load_blocks().by_name.values() for f in BLOCK_FIGURES))
+            for stem in (*SHARED_FIGURES, *(block_stem(f, b) for b in report_blocks().by_name.values() for f in BLOCK_FIGURES))
             for ext in ("pdf", "png")
         ),
         "claims.md",
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write the paper's tables, figures and claims check from the runs logged in MLflow.",
     )
     parser.add_argument(
-        "blocks", nargs="*", metavar="BLOCK", help=f"blocks to report (default all): {', '.join(load_blocks().by_name)}"
+        "blocks", nargs="*", metavar="BLOCK", help=f"blocks to report (default all): {', '.join(report_blocks().by_name)}"
     )
     parser.add_argument("--out", type=Path, default=Path("reports"), help="output folder (default: reports/)")
     parser.add_argument("--tracking-uri", help="MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")
@@ -96,10 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--env",
         help="only this environment (default: all for main; the ablations where most of their runs are, "
-        f"{load_blocks().ablation_environment} when none is)",
+        f"{report_blocks().ablation_environment} when none is)",
     )
     parser.add_argument(
-        "--scale", help=f"only this scale (default: all for main; the ablations' as --env, {load_blocks().ablation_scale} when none is)"
+        "--scale", help=f"only this scale (default: all for main; the ablations' as --env, {report_blocks().ablation_scale} when none is)"
     )
     parser.add_argument("--preset", help="only runs of this trainer.preset (default: each setting's most common)")
     parser.add_argument("--no-pdf", action="store_true", help="write report.tex but do not compile it")
@@ -148,16 +148,16 @@ def read(client: MlflowClient, experiment: str, plan: Plan, selection: str, pres
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    unknown = [name for name in args.blocks if name not in load_blocks().by_name and name != horizon.BLOCK]
+    unknown = [name for name in args.blocks if name not in report_blocks().by_name and name != horizon.BLOCK]
     if unknown:
-        parser.error(f"unknown block(s) {unknown}; known: {', '.join([*load_blocks().by_name, horizon.BLOCK])}")
+        parser.error(f"unknown block(s) {unknown}; known: {', '.join([*report_blocks().by_name, horizon.BLOCK])}")
     if args.blocks == [horizon.BLOCK]:
         return report_horizon(args)
     wants_horizon = not args.blocks or horizon.BLOCK in args.blocks
     args.blocks = [name for name in args.blocks if name != horizon.BLOCK]
     started = time.perf_counter()
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per file would drown the summary
-    plan = Plan(tuple(load_blocks().by_name[name] for name in (args.blocks or load_blocks().by_name)), env=args.env, scale=args.scale)
+    plan = Plan(tuple(report_blocks().by_name[name] for name in (args.blocks or report_blocks().by_name)), env=args.env, scale=args.scale)
     client = MlflowClient(collect.resolve_tracking_uri(args.tracking_uri))
     try:
         plan, runs = read(client, args.experiment, plan, args.selection, args.preset)
@@ -224,9 +224,9 @@ def write_artifacts(
     skipped = [
         f"Table {TABLE_NUMBERS[stem]}: skipped, {why}"
         for stem, why in TABLE_MISSING.items()
-        if (stem != "table1_main" or load_blocks().main in plan.blocks) and out / "tables" / f"{stem}.tex" not in written
+        if (stem != "table1_main" or report_blocks().main in plan.blocks) and out / "tables" / f"{stem}.tex" not in written
     ]
-    efficiency = figures.sample_efficiency_frame(plan, runs.results, runs.curves) if load_blocks().main in plan.blocks else None
+    efficiency = figures.sample_efficiency_frame(plan, runs.results, runs.curves) if report_blocks().main in plan.blocks else None
     shown = []
     for spec in figure_specs(plan, runs, efficiency, out / "figures"):
         paths = spec.draw()
@@ -254,7 +254,7 @@ def figure_specs(plan: Plan, runs: Runs, efficiency: pd.DataFrame | None, folder
     results, curves, histograms = runs.results, runs.curves, runs.histograms
     specs = []
     for block in plan.blocks:
-        title = "Figure 2(a, b)" if block is load_blocks().main else f"{block.name}: learning curves"
+        title = "Figure 2(a, b)" if block is report_blocks().main else f"{block.name}: learning curves"
         specs += [
             FigureSpec(
                 block_stem("learning_curves", block),
@@ -285,7 +285,7 @@ def figure_specs(plan: Plan, runs: Runs, efficiency: pd.DataFrame | None, folder
                 ),
             ),
         ]
-    if load_blocks().by_name["lambda0"] in plan.blocks:
+    if report_blocks().by_name["lambda0"] in plan.blocks:
         specs.append(
             FigureSpec(
                 "fig2c_lambda0_sweep",
@@ -393,15 +393,15 @@ def _claims_header(plan: Plan, results: dict[CellKey, CellResult], selection: st
         f"Selection: {selection} evaluation, the same for every method; {seeds} seeds per cell, as found "
         "(a cell missing a seed its block ran is partial)."
     ]
-    ablations = [block for block in plan.blocks if block is not load_blocks().main]
+    ablations = [block for block in plan.blocks if block is not report_blocks().main]
     if ablations:
         env, scale = plan.settings(ablations[0])[0]
         lines.append(f"Ablations read at {environment_label(env)}, scale {scale_label(scale)}.")
-    if load_blocks().main in plan.blocks:
+    if report_blocks().main in plan.blocks:
         settings = [
             f"{env}/{scale}"
-            for env, scale in plan.settings(load_blocks().main)
-            if any(results[plan.cell(variant, env, scale)].n for variant in load_blocks().main.variants)
+            for env, scale in plan.settings(report_blocks().main)
+            if any(results[plan.cell(variant, env, scale)].n for variant in report_blocks().main.variants)
         ]
         lines.append(f"Main comparison in the settings with runs: {', '.join(settings) or 'none'}.")
     return lines

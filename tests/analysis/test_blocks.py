@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.blocks import DEFAULT_CONFIG, canonical_config, get_block, load_blocks
+from analysis.blocks import DEFAULT_CONFIG, canonical_config, get_block, report_blocks
 from gaca.contract import parse_param
 
 
@@ -21,7 +21,7 @@ def test_the_fixed_weight_configuration_is_one_cell_in_three_blocks():
 
 
 def test_the_default_row_of_each_ablation_is_gaca_with_every_default():
-    default = load_blocks().main.variant("gaca").key()
+    default = report_blocks().main.variant("gaca").key()
     for block, name in [
         ("detector", "entropy"),
         ("modulation", "modulation=0.5"),
@@ -56,7 +56,7 @@ def test_unknown_block_lists_the_known_ones():
 
 
 def test_every_variant_within_a_block_is_a_distinct_cell():
-    for block in load_blocks().by_name.values():
+    for block in report_blocks().by_name.values():
         keys = [variant.key() for variant in block.variants]
         assert len(set(keys)) == len(keys), block.name
         assert len(block.seeds) == 3
