@@ -219,7 +219,7 @@ def _expand(names: tuple[str, ...]) -> dict[str, Block]:
 
 def _every_method(sweep: sweeps.Block) -> list[str]:
     """The override that adds every registered estimator the main sweep file does not list to its
-    ``algorithm`` dimension (each composed from its own ``conf/algorithm/NAME.yaml``)."""
+    ``algorithm`` dimension (each composed from its own ``algorithm/NAME.yaml`` on the config search path)."""
     listed = [value for grid in sweep.grids for key, value in grid if key == "algorithm"]
     given = [method for value in listed for method in value.split(",")]
     return [f"algorithm={','.join(dict.fromkeys([*given, *methods()]))}"]

@@ -299,9 +299,10 @@ def main_order(evidence: Evidence) -> Claim:
     notes: list[str] = []
     verdicts = []
     comparisons = []
-    for env, scale in evidence.plan.settings(report_blocks().main):
+    main = report_blocks().main
+    for env, scale in evidence.plan.settings(main):
         named = [
-            (f"{estimator_label(m)} {env}/{scale}", evidence.cells[evidence.plan.cell(report_blocks().main.variant(m), env, scale)])
+            (f"{estimator_label(m)} {env}/{scale}", evidence.cells[evidence.plan.cell(main.variant(m), env, scale)])
             for m in order
         ]
         if all(result.n == 0 for _, result in named):

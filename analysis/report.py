@@ -77,12 +77,13 @@ def generated() -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    blocks = report_blocks()
     parser = argparse.ArgumentParser(
         prog="gaca report",
         description="Write the paper's tables, figures and claims check from the runs logged in MLflow.",
     )
     parser.add_argument(
-        "blocks", nargs="*", metavar="BLOCK", help=f"blocks to report (default all): {', '.join(report_blocks().by_name)}"
+        "blocks", nargs="*", metavar="BLOCK", help=f"blocks to report (default all): {', '.join(blocks.by_name)}"
     )
     parser.add_argument("--out", type=Path, default=Path("reports"), help="output folder (default: reports/)")
     parser.add_argument("--tracking-uri", help="MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")
@@ -96,10 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--env",
         help="only this environment (default: all for main; the ablations where most of their runs are, "
-        f"{report_blocks().ablation_environment} when none is)",
+        f"{blocks.ablation_environment} when none is)",
     )
     parser.add_argument(
-        "--scale", help=f"only this scale (default: all for main; the ablations' as --env, {report_blocks().ablation_scale} when none is)"
+        "--scale", help=f"only this scale (default: all for main; the ablations' as --env, {blocks.ablation_scale} when none is)"
     )
     parser.add_argument("--preset", help="only runs of this trainer.preset (default: each setting's most common)")
     parser.add_argument("--no-pdf", action="store_true", help="write report.tex but do not compile it")
@@ -148,16 +149,17 @@ def read(client: MlflowClient, experiment: str, plan: Plan, selection: str, pres
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    unknown = [name for name in args.blocks if name not in report_blocks().by_name and name != horizon.BLOCK]
+    blocks = report_blocks().by_name
+    unknown = [name for name in args.blocks if name not in blocks and name != horizon.BLOCK]
     if unknown:
-        parser.error(f"unknown block(s) {unknown}; known: {', '.join([*report_blocks().by_name, horizon.BLOCK])}")
+        parser.error(f"unknown block(s) {unknown}; known: {', '.join([*blocks, horizon.BLOCK])}")
     if args.blocks == [horizon.BLOCK]:
         return report_horizon(args)
     wants_horizon = not args.blocks or horizon.BLOCK in args.blocks
     args.blocks = [name for name in args.blocks if name != horizon.BLOCK]
     started = time.perf_counter()
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per file would drown the summary
-    plan = Plan(tuple(report_blocks().by_name[name] for name in (args.blocks or report_blocks().by_name)), env=args.env, scale=args.scale)
+    plan = Plan(tuple(blocks[name] for name in (args.blocks or blocks)), env=args.env, scale=args.scale)
     client = MlflowClient(collect.resolve_tracking_uri(args.tracking_uri))
     try:
         plan, runs = read(client, args.experiment, plan, args.selection, args.preset)

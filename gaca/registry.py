@@ -7,7 +7,10 @@ only when the entry itself is asked for.
 
 Names unknown to a registry are looked up once in the installed plugins: every entry point of the
 group ``gaca.plugins`` is imported, and its module registers what it brings
-(``[project.entry-points."gaca.plugins"] my_detector = "my_package.detector"``).
+(``[project.entry-points."gaca.plugins"] my_detector = "my_package.detector"``). A plugin's config
+files (an estimator's ``algorithm/NAME.yaml``) reach every composition (``gaca train``, ``gaca
+sweep``, ``gaca report``) through Hydra's own mechanism: a ``SearchPathPlugin`` in the plugin's
+``hydra_plugins/`` namespace package that appends ``pkg://my_package.conf`` to the search path.
 """
 
 from __future__ import annotations

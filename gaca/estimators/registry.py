@@ -1,14 +1,22 @@
 """The estimators and criticality detectors by name, each with its spec (importable without torch).
 
-A spec says which ``AdvantageConfig`` fields an entry reads and which inputs it needs. Config
+A spec says which ``AdvantageConfig`` fields an entry reads, which inputs it needs, whether it is
+gated, how the report names and colours it, and where its plain-loop reference is. Config
 validation (``AdvantageConfig``), the estimator's input checks (``compute_advantages``), run identity
-(``gaca.contract.canonical``) and the analysis's cells read the specs; nothing keeps its own list.
+(``gaca.contract.canonical``), the CPU trainer (the criticality histogram of a gated run), the
+reference (``gaca.estimators.reference``) and the analysis (labels, colours, Table 7, the claimed
+order) read the specs; nothing keeps its own list or compares names.
 
 The built-in entries are declared here by import path, so that reading a spec never imports torch.
-A new one is one registered function (in a plugin module, see ``gaca.registry``) plus its YAML::
+A new estimator is one registered function with its spec (in a plugin module, see ``gaca.registry``),
+its ``algorithm/NAME.yaml`` and its loop reference, nothing else::
+
+    @ESTIMATORS.register("mine", spec=EstimatorSpec(EVERY_ESTIMATOR_READS, needs_anchors=False,
+                                                    reference="my_package:mine_reference"))
+    def mine(batch, config, rules): ...  # -> AdvantageOutput
 
     @DETECTORS.register("surprise", spec=DetectorSpec(reads=("alpha_c",), needs_nll=True))
-    def surprise(batch, step_return, config): ...
+    def surprise(batch, step_return, config): ...  # -> c [N]
 """
 
 from __future__ import annotations
