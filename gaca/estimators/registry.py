@@ -46,7 +46,8 @@ class EstimatorSpec:
     """Whether ``compute_advantages`` must be given the anchor observations (step-level groups)."""
     gated: bool = False
     """Whether it runs ``config.detector`` and a gate: the detector's reads and needs then count as its
-    own, and its runs log the gate diagnostics and the criticality histogram (Table 7, Figure 4)."""
+    own, and its runs log the gate diagnostics and the criticality histogram (the report's Table 7
+    and criticality figures)."""
     verl_name: str | None = None
     """Its ``algorithm.adv_estimator`` name in verl (``gaca.backends.verl``); None: not offered to verl."""
     label: str | None = None
