@@ -62,11 +62,11 @@ def plan_runs(total: int, iterations: int) -> list[SyntheticRun]:
         (method, env, scale, {}, rate) for (env, scale), rates in MAIN_SUCCESS.items() for method, rate in rates.items()
     ]
     blocks = report_blocks()
-    env, scale = blocks.ablation_environment, blocks.ablation_scale
+    ablations_at = (blocks.ablation_environment, blocks.ablation_scale)
     variants = {variant.name: variant for block in blocks.ablations for variant in block.variants}
-    configurations += [("gaca", env, scale, dict(variants[name].overrides), rate) for name, rate in ABLATION_SUCCESS.items()]
-    if (env, scale) not in MAIN_SUCCESS:  # the ablations' reference row: GACA's defaults
-        configurations.append(("gaca", env, scale, {}, MAIN_SUCCESS[("household", scale)]["gaca"]))
+    configurations += [("gaca", *ablations_at, dict(variants[name].overrides), rate) for name, rate in ABLATION_SUCCESS.items()]
+    if ablations_at not in MAIN_SUCCESS:  # the ablations' reference row: GACA's defaults
+        configurations.append(("gaca", *ablations_at, {}, MAIN_SUCCESS[("household", ablations_at[1])]["gaca"]))
     seeds = (total - UNFINISHED - DUPLICATES) // len(configurations)
     rng = np.random.default_rng(0)
     runs = []
