@@ -24,7 +24,7 @@ import numpy as np
 from mlflow.tracking import MlflowClient
 
 from analysis import cells, collect, report
-from analysis.blocks import ABLATION_ENVIRONMENT, ABLATION_SCALE, ABLATIONS, BLOCKS
+from analysis.blocks import report_blocks
 from analysis.synthetic import DIAGNOSTICS, SyntheticRun, log_runs
 from gaca import contract
 
@@ -61,14 +61,12 @@ def plan_runs(total: int, iterations: int) -> list[SyntheticRun]:
     configurations = [
         (method, env, scale, {}, rate) for (env, scale), rates in MAIN_SUCCESS.items() for method, rate in rates.items()
     ]
-    variants = {variant.name: variant for block in ABLATIONS for variant in block.variants}
-    configurations += [
-        ("gaca", ABLATION_ENVIRONMENT, ABLATION_SCALE, dict(variants[name].overrides), rate)
-        for name, rate in ABLATION_SUCCESS.items()
-    ]
-    if (ABLATION_ENVIRONMENT, ABLATION_SCALE) not in MAIN_SUCCESS:  # the ablations' reference row: GACA's defaults
-        gaca = MAIN_SUCCESS[("household", ABLATION_SCALE)]["gaca"]
-        configurations.append(("gaca", ABLATION_ENVIRONMENT, ABLATION_SCALE, {}, gaca))
+    blocks = report_blocks()
+    ablations_at = (blocks.ablation_environment, blocks.ablation_scale)
+    variants = {variant.name: variant for block in blocks.ablations for variant in block.variants}
+    configurations += [("gaca", *ablations_at, dict(variants[name].overrides), rate) for name, rate in ABLATION_SUCCESS.items()]
+    if ablations_at not in MAIN_SUCCESS:  # the ablations' reference row: GACA's defaults
+        configurations.append(("gaca", *ablations_at, {}, MAIN_SUCCESS[("household", ablations_at[1])]["gaca"]))
     seeds = (total - UNFINISHED - DUPLICATES) // len(configurations)
     rng = np.random.default_rng(0)
     runs = []
@@ -134,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         _, logged_s = timed(log_runs, client, EXPERIMENT, runs, str(folder.resolve() / "artifacts"))
 
     runs_frame, load_runs_s = timed(collect.load_runs, client, EXPERIMENT)
-    plan = cells.Plan(tuple(BLOCKS.values()))
+    plan = cells.Plan(tuple(report_blocks().by_name.values()))
     wanted = plan.wanted()
     ledger = cells.screen(runs_frame, wanted)
     candidates = list(ledger.loc[ledger["reason"].isna(), "run_id"])

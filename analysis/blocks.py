@@ -14,11 +14,14 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from gaca.contract import canonical, flatten, normalize, parse_param, unflatten
 from gaca.estimators.config import AdvantageConfig
-from gaca.estimators.registry import read_fields
+from gaca.estimators.registry import ESTIMATORS, detector_labels, estimator_label, read_fields
+
+if TYPE_CHECKING:
+    from gaca.orchestration import blocks as sweeps
 
 DEFAULT_CONFIG: Mapping[str, object] = {f"algorithm.{key}": value for key, value in AdvantageConfig().to_dict().items()}
 """GACA's defaults (``AdvantageConfig``, docs/estimator.md): what a variant's ``overrides`` differ from."""
@@ -121,27 +124,24 @@ class Block:
 Label = tuple[str, str, str]
 """(row name, plain-text label, LaTeX label)."""
 
-METHOD_LABELS = {"grpo": "GRPO", "gigpo": "GiGPO", "gaca": "GACA"}
-METHODS = tuple(METHOD_LABELS)
-"""The methods in the order of every table (GACA last)."""
-DETECTOR_LABELS = {
-    "random": ("random (permuted entropy)", "random (permuted entropy)"),
-    "uniform": ("uniform (c = 1)", r"uniform ($c \equiv 1$)"),
-    "entropy": ("entropy (GACA)", "entropy (GACA)"),
-    "loo": ("leave-one-out (debiased)", "leave-one-out (debiased)"),
-}
 ADAPTIVE = ("gaca", "GACA (adaptive gate)", "GACA (adaptive gate)")
 """The method with every default: the reference row of the ablations."""
 
 
+def methods() -> tuple[str, ...]:
+    """Every registered estimator, the installed plugins' included, in the order of every table: the
+    paper's GRPO, GiGPO and GACA, then the plugins' in the order they registered."""
+    return tuple(ESTIMATORS.in_order())
+
+
 def _method(config: Mapping[str, object]) -> Label:
     method = str(config["algorithm.method"])
-    return method, METHOD_LABELS.get(method, method), METHOD_LABELS.get(method, method)
+    return method, estimator_label(method), estimator_label(method)
 
 
 def _detector(config: Mapping[str, object]) -> Label:
     detector = str(config["algorithm.detector"])
-    return (detector, *DETECTOR_LABELS.get(detector, (detector, detector)))
+    return (detector, *detector_labels(detector))
 
 
 def _lambda0(config: Mapping[str, object]) -> Label:
@@ -172,7 +172,7 @@ class Rows:
 
 
 PRESENTATION: Mapping[str, Rows] = {
-    "main": Rows("Main comparison", _method, METHODS),
+    "main": Rows("Main comparison", _method),
     "detector": Rows("Criticality detector", _detector, ("random", "uniform", "entropy")),
     "lambda0": Rows(r"Fixed weight $\lambda_0$ (modulation off)", _lambda0),
     "modulation": Rows(r"Modulation $\alpha_\lambda = \beta_\lambda$", _modulation),
@@ -180,7 +180,10 @@ PRESENTATION: Mapping[str, Rows] = {
     "debias": Rows("Debiased score (App. B.4)", _detector),
 }
 """The blocks the report shows (``main`` in Table 1, the others in Table 2), in table order. The
-horizon block has its own figure (``analysis.horizon``)."""
+horizon block has its own figure (``analysis.horizon``). ``main`` has a row for every registered
+estimator (``methods``): one the sweep file does not list runs with ``gaca sweep main
+algorithm=grpo,gigpo,gaca,NAME`` and is reported like the others."""
+MAIN_BLOCK = "main"
 
 SETTING_KEYS = ("seed", "env", "model")
 """Grid dimensions that say where a row runs (its seeds, environment and scale), not which row it is."""
@@ -202,7 +205,7 @@ def _expand(names: tuple[str, ...]) -> dict[str, Block]:
             sweep = load_block(name)
             composed: dict[tuple[str, ...], dict[str, object]] = {}
             seeds: set[int] = set()
-            for run in expand(sweep, []):
+            for run in expand(sweep, _every_method(sweep) if name == MAIN_BLOCK else []):
                 point = tuple(override for override in run if override.split("=", 1)[0] != "seed")
                 seeds.update(int(override.split("=", 1)[1]) for override in run if override.startswith("seed="))
                 if point not in composed:
@@ -212,6 +215,14 @@ def _expand(names: tuple[str, ...]) -> dict[str, Block]:
     finally:
         GlobalHydra.instance().clear()
     return blocks
+
+
+def _every_method(sweep: sweeps.Block) -> list[str]:
+    """The override that adds every registered estimator the main sweep file does not list to its
+    ``algorithm`` dimension (each composed from its own ``algorithm/NAME.yaml`` on the config search path)."""
+    listed = [value for grid in sweep.grids for key, value in grid if key == "algorithm"]
+    given = [method for value in listed for method in value.split(",")]
+    return [f"algorithm={','.join(dict.fromkeys([*given, *methods()]))}"]
 
 
 def _block(name: str, configs: list[dict[str, object]], seeds: tuple[int, ...]) -> Block:
@@ -234,31 +245,43 @@ def _block(name: str, configs: list[dict[str, object]], seeds: tuple[int, ...]) 
     )
 
 
+@dataclass(frozen=True)
+class ReportBlocks:
+    """The report's blocks, as ``report_blocks`` reads them from their sweep files."""
+
+    by_name: Mapping[str, Block]
+    """Every block of ``PRESENTATION``, in table order."""
+
+    @property
+    def main(self) -> Block:
+        return self.by_name[MAIN_BLOCK]
+
+    @property
+    def ablations(self) -> tuple[Block, ...]:
+        return tuple(block for block in self.by_name.values() if block.name != MAIN_BLOCK)
+
+    @property
+    def ablation_environment(self) -> str:
+        """Where the ablations' sweep files run them (the first ablation's environment)."""
+        return self.ablations[0].environments[0]
+
+    @property
+    def ablation_scale(self) -> str:
+        return self.ablations[0].scales[0]
+
+
 @functools.lru_cache(maxsize=1)
-def _blocks() -> dict[str, Block]:
-    return _expand(tuple(PRESENTATION))
-
-
-def __getattr__(name: str) -> object:
-    """``BLOCKS``, ``MAIN``, ``ABLATIONS``, ``ABLATION_ENVIRONMENT`` and ``ABLATION_SCALE``, read
-    from the sweep files on first use."""
-    if name == "BLOCKS":
-        return _blocks()
-    if name == "MAIN":
-        return _blocks()["main"]
-    if name == "ABLATIONS":
-        return tuple(block for block in _blocks().values() if block.name != "main")
-    if name in ("ABLATION_ENVIRONMENT", "ABLATION_SCALE"):
-        ablation = next(block for block in _blocks().values() if block.name != "main")
-        return ablation.environments[0] if name == "ABLATION_ENVIRONMENT" else ablation.scales[0]
-    raise AttributeError(f"module 'analysis.blocks' has no attribute {name!r}")
+def report_blocks() -> ReportBlocks:
+    """The blocks of ``PRESENTATION``, each sweep file expanded and composed (once per process)."""
+    return ReportBlocks(_expand(tuple(PRESENTATION)))
 
 
 def get_block(name: str) -> Block:
+    blocks = report_blocks().by_name
     try:
-        return _blocks()[name]
+        return blocks[name]
     except KeyError:
-        raise ValueError(f"unknown block {name!r}; known: {', '.join(_blocks())}") from None
+        raise ValueError(f"unknown block {name!r}; known: {', '.join(blocks)}") from None
 
 
 def environment_label(env: str) -> str:

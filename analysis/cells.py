@@ -22,9 +22,7 @@ import pandas as pd
 import scipy.stats
 
 from analysis import stats
-from analysis.blocks import (
-    ABLATION_ENVIRONMENT, ABLATION_SCALE, ABLATIONS, MAIN, PRESET_KEY, Block, ConfigKey, Variant, canonical_config, setting,
-)
+from analysis.blocks import PRESET_KEY, Block, ConfigKey, Variant, canonical_config, report_blocks, setting
 from analysis.collect import DIAGNOSTIC_METRICS, EVAL_METRIC, FINAL_METRIC, PARAM_PREFIX, auc_by_run, run_config
 
 SELECTIONS = ("final", "best")
@@ -474,7 +472,7 @@ class Plan:
     their runs are (``ablation_setting``); None: the blocks' declared setting."""
 
     def settings(self, block: Block) -> list[tuple[str, str]]:
-        if block is not MAIN and self.ablations_at and not (self.env or self.scale):
+        if block is not report_blocks().main and self.ablations_at and not (self.env or self.scale):
             return [self.ablations_at]
         environments = (self.env,) if self.env else block.environments
         scales = (self.scale,) if self.scale else block.scales
@@ -533,14 +531,14 @@ def ablation_setting(runs: pd.DataFrame) -> tuple[str, str] | None:
     environment unless told otherwise, so the report follows the runs rather than a name. Ties go
     to the blocks' declared setting; None when there is no such run."""
     ledger = screen(runs, wanted=())
-    default = MAIN.variant("gaca").key()
-    ablation_only = {variant.key() for block in ABLATIONS for variant in block.variants} - {default}
+    default = report_blocks().main.variant("gaca").key()
+    ablation_only = {variant.key() for block in report_blocks().ablations for variant in block.variants} - {default}
     ablation = ledger["cell"].map(lambda cell: cell is not None and cell.config in ablation_only)
     usable = ledger.loc[(ledger["reason"] == OUTSIDE) & ablation]
     if usable.empty:
         return None
     counts = usable.groupby([usable["env"].astype(str), usable["scale"].astype(str)]).size()
-    declared = (ABLATION_ENVIRONMENT, ABLATION_SCALE)
+    declared = (report_blocks().ablation_environment, report_blocks().ablation_scale)
     best = counts.max()
     return declared if counts.get(declared, 0) == best else counts[counts == best].index[0]
 

@@ -12,9 +12,10 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.blocks import DEFAULT_CONFIG, MAIN, METHOD_LABELS, Block, Variant, get_block
+from analysis.blocks import DEFAULT_CONFIG, Block, Variant, get_block, report_blocks
 from analysis.cells import CellKey, CellResult, Comparison, Plan, compare
 from analysis.latex import escape
+from gaca.estimators.registry import claimed_order, estimator_label
 
 HOLDS, CONTRADICTED, INCONCLUSIVE, MISSING = "holds", "contradicted", "inconclusive", "missing runs"
 MARGIN_POINTS = 100 * stats.EQUIVALENCE_MARGIN
@@ -292,15 +293,17 @@ def alpha_c_does_not_help(evidence: Evidence) -> Claim:
 
 
 def main_order(evidence: Evidence) -> Claim:
-    statement = "GACA > GiGPO > GRPO in every setting (Table 1)"
+    order = claimed_order()
+    statement = " > ".join(estimator_label(m) for m in reversed(order)) + " in every setting (Table 1)"
     numbers: list[str] = []
     notes: list[str] = []
     verdicts = []
     comparisons = []
-    for env, scale in evidence.plan.settings(MAIN):
+    main = report_blocks().main
+    for env, scale in evidence.plan.settings(main):
         named = [
-            (f"{METHOD_LABELS[m]} {env}/{scale}", evidence.cells[evidence.plan.cell(MAIN.variant(m), env, scale)])
-            for m in ("grpo", "gigpo", "gaca")
+            (f"{estimator_label(m)} {env}/{scale}", evidence.cells[evidence.plan.cell(main.variant(m), env, scale)])
+            for m in order
         ]
         if all(result.n == 0 for _, result in named):
             continue
@@ -323,7 +326,7 @@ def gate_in_linear_regime(evidence: Evidence) -> Claim:
     verdicts = []
     settings = dict.fromkeys(setting for block in evidence.plan.blocks for setting in evidence.plan.settings(block))
     for env, scale in settings:
-        cell = evidence.cells[evidence.plan.cell(MAIN.variant("gaca"), env, scale)]
+        cell = evidence.cells[evidence.plan.cell(report_blocks().main.variant("gaca"), env, scale)]
         if cell.n == 0:
             continue
         rows = evidence.diagnostics.loc[evidence.diagnostics["run_id"].isin(cell.run_ids)]
@@ -442,7 +445,7 @@ def markdown(claims: Sequence[Claim], header: Sequence[str], efficiency: pd.Data
         for row in efficiency.itertuples(index=False):
             reached = "not reached" if math.isnan(row.iterations) else f"{row.iterations:g}"
             lines.append(
-                f"| {row.env}/{row.scale} | {100 * row.target:.2f} | {METHOD_LABELS[row.method]} | {reached} |"
+                f"| {row.env}/{row.scale} | {100 * row.target:.2f} | {estimator_label(row.method)} | {reached} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -18,8 +18,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from analysis.blocks import DEFAULT_CONFIG, MAIN, METHOD_LABELS, METHODS, Block, environment_label, get_block, scale_label
+from analysis.blocks import DEFAULT_CONFIG, Block, environment_label, get_block, report_blocks, methods, scale_label
 from analysis.cells import CellKey, CellResult, Plan, iterations_to_reach, mean_curve
+from gaca.estimators.registry import estimator_color, estimator_label
 
 STYLE = {
     "font.size": 9,
@@ -32,9 +33,8 @@ STYLE = {
     "grid.alpha": 0.3,
     "legend.frameon": False,
 }
-METHOD_COLORS = {"grpo": "#7f7f7f", "gigpo": "#1f77b4", "gaca": "#d62728"}
 VARIANT_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
-"""Colours of an ablation block's rows in order; GACA with every default keeps its red."""
+"""Colours of an ablation block's rows in order; GACA with every default keeps its own (its spec's)."""
 PANEL_SIZE = (3.4, 2.6)
 PNG_DPI = 150
 
@@ -50,8 +50,8 @@ def save(figure: Figure, folder: Path, stem: str) -> list[Path]:
 def _main_settings(plan: Plan, cells: Mapping[CellKey, CellResult]) -> list[tuple[str, str]]:
     return [
         (env, scale)
-        for env, scale in plan.settings(MAIN)
-        if any(cells[plan.cell(MAIN.variant(method), env, scale)].n for method in METHODS)
+        for env, scale in plan.settings(report_blocks().main)
+        if any(cells[plan.cell(report_blocks().main.variant(method), env, scale)].n for method in methods())
     ]
 
 
@@ -67,12 +67,12 @@ def _block_settings(plan: Plan, block: Block, cells: Mapping[CellKey, CellResult
 def variant_colors(block: Block) -> dict[str, str]:
     """A colour per row of ``block``: the methods' own on the main block, GACA's red for the
     default configuration, a palette for the rest."""
-    if block is MAIN:
-        return {method: METHOD_COLORS[method] for method in METHODS}
-    default = MAIN.variant("gaca").key()
+    if block is report_blocks().main:
+        return {method: estimator_color(method) for method in methods()}
+    default = report_blocks().main.variant("gaca").key()
     palette = iter(VARIANT_COLORS)
     return {
-        variant.name: METHOD_COLORS["gaca"] if variant.key() == default else next(palette)
+        variant.name: estimator_color("gaca") if variant.key() == default else next(palette)
         for variant in block.variants
     }
 
@@ -190,7 +190,7 @@ def lambda0_sweep(plan: Plan, cells: Mapping[CellKey, CellResult], folder: Path)
     fixed = [v for v in block.variants if v.config()["algorithm.alpha_lambda"] == 0.0]
     points = [(float(v.config()["algorithm.lambda0"]), cells[plan.cell(v, env, scale)]) for v in fixed]
     points = [(x, cell) for x, cell in points if cell.n]
-    adaptive = cells[plan.cell(MAIN.variant("gaca"), env, scale)]
+    adaptive = cells[plan.cell(report_blocks().main.variant("gaca"), env, scale)]
     if not points and not adaptive.n:
         return []
     with matplotlib.rc_context(STYLE):
@@ -201,20 +201,20 @@ def lambda0_sweep(plan: Plan, cells: Mapping[CellKey, CellResult], folder: Path)
             means = [100 * cell.mean for _, cell in points]
             stds = [0.0 if math.isnan(cell.std) else 100 * cell.std for _, cell in points]
             axis.errorbar(
-                xs, means, yerr=stds, color=METHOD_COLORS["gigpo"], marker="o", capsize=3, label=r"fixed $\lambda_0$"
+                xs, means, yerr=stds, color=estimator_color("gigpo"), marker="o", capsize=3, label=r"fixed $\lambda_0$"
             )
             for x, cell in points:
                 offsets = np.linspace(-0.02, 0.02, cell.n) if cell.n > 1 else np.zeros(1)
-                axis.scatter(x + 0.035 + offsets, 100 * cell.success, s=8, color=METHOD_COLORS["gigpo"], alpha=0.5, lw=0)
+                axis.scatter(x + 0.035 + offsets, 100 * cell.success, s=8, color=estimator_color("gigpo"), alpha=0.5, lw=0)
                 if not cell.complete:
                     axis.annotate(
                         f"n={cell.n}", (x, 100 * cell.mean), textcoords="offset points", xytext=(6, -12), fontsize=7
                     )
         if adaptive.n:
             level = 100 * adaptive.mean
-            axis.axhline(level, color=METHOD_COLORS["gaca"], ls="--", lw=1)
+            axis.axhline(level, color=estimator_color("gaca"), ls="--", lw=1)
             label = "adaptive gate" + ("" if adaptive.complete else f" (n={adaptive.n})")
-            axis.plot([0.5], [level], marker="*", ms=12, color=METHOD_COLORS["gaca"], ls="none", label=label)
+            axis.plot([0.5], [level], marker="*", ms=12, color=estimator_color("gaca"), ls="none", label=label)
         axis.set_xlabel(r"$\lambda_0$ (modulation off: $\alpha_\lambda = \beta_\lambda = 0$)")
         axis.set_ylabel("final success (%)")
         axis.set_xticks([0.0, 0.25, 0.5, 0.75, 1.0])
@@ -317,7 +317,7 @@ def sample_efficiency_frame(plan: Plan, cells: Mapping[CellKey, CellResult], cur
     rows = []
     for env, scale in _main_settings(plan, cells):
         mean_curves = {
-            method: mean_curve(cells[plan.cell(MAIN.variant(method), env, scale)], curves) for method in METHODS
+            method: mean_curve(cells[plan.cell(report_blocks().main.variant(method), env, scale)], curves) for method in methods()
         }
         if mean_curves["gigpo"].empty:
             continue
@@ -343,14 +343,14 @@ def sample_efficiency(efficiency: pd.DataFrame, folder: Path) -> list[Path]:
     if efficiency.empty:
         return []
     settings = list(dict.fromkeys(zip(efficiency["env"], efficiency["scale"])))
-    width = 0.8 / len(METHODS)
+    width = 0.8 / len(methods())
     top = float(efficiency["budget"].max())
     with matplotlib.rc_context(STYLE):
         figure = Figure(
             figsize=(max(PANEL_SIZE[0], 1.5 * len(settings) + 1.0), PANEL_SIZE[1] + 0.3), layout="constrained"
         )
         axis = figure.subplots()
-        for offset, method in enumerate(METHODS):
+        for offset, method in enumerate(methods()):
             for index, (env, scale) in enumerate(settings):
                 row = efficiency.loc[
                     (efficiency["env"] == env) & (efficiency["scale"] == scale) & (efficiency["method"] == method)
@@ -361,15 +361,15 @@ def sample_efficiency(efficiency: pd.DataFrame, folder: Path) -> list[Path]:
                 iterations = float(row["iterations"].iloc[0])
                 if math.isnan(iterations):
                     budget = float(row["budget"].iloc[0])
-                    axis.bar(x, budget, width, color="none", edgecolor=METHOD_COLORS[method], hatch="///", lw=0.8)
+                    axis.bar(x, budget, width, color="none", edgecolor=estimator_color(method), hatch="///", lw=0.8)
                     axis.text(x, budget, "not\nreached", ha="center", va="bottom", fontsize=6)
                 else:
-                    axis.bar(x, iterations, width, color=METHOD_COLORS[method])
+                    axis.bar(x, iterations, width, color=estimator_color(method))
                     axis.text(x, iterations, f"{iterations:g}", ha="center", va="bottom", fontsize=7)
         axis.set_xticks(range(len(settings)), [f"{env}\n{scale}" for env, scale in settings])
         axis.set_ylabel("iterations to GiGPO's peak")
         axis.set_ylim(0, top * 1.3)
         axis.grid(axis="x", visible=False)
-        handles = [Patch(color=METHOD_COLORS[m], label=METHOD_LABELS[m]) for m in METHODS]
-        figure.legend(handles=handles, loc="outside upper center", ncols=len(METHODS))
+        handles = [Patch(color=estimator_color(m), label=estimator_label(m)) for m in methods()]
+        figure.legend(handles=handles, loc="outside upper center", ncols=len(methods()))
         return save(figure, folder, "sample_efficiency")

@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.blocks import DEFAULT_CONFIG, METHOD_LABELS, METHODS, ConfigKey, canonical_config, setting
+from analysis.blocks import DEFAULT_CONFIG, ConfigKey, canonical_config, methods, setting
 from analysis.collect import PARAM_PREFIX, run_config
-from analysis.figures import METHOD_COLORS, PANEL_SIZE, STYLE, save
+from analysis.figures import PANEL_SIZE, STYLE, save
 from analysis.stats import mean_half_width
+from gaca.estimators.registry import estimator_color, estimator_label
 
 BLOCK = "horizon"
 ENV = "errand"
@@ -36,7 +37,7 @@ def horizon_runs(runs: pd.DataFrame) -> pd.DataFrame:
     (``blocks.canonical_config``) whose setting (``blocks.setting``, the grid's keys aside) is the
     most common one among them, as for every table cell: a run with another learning rate or group
     size is not counted."""
-    defaults = {method: canonical_config({**DEFAULT_CONFIG, "algorithm.method": method}) for method in METHODS}
+    defaults = {method: canonical_config({**DEFAULT_CONFIG, "algorithm.method": method}) for method in methods()}
     varied = grid_keys()
 
     def shared_setting(row: pd.Series) -> ConfigKey | None:
@@ -49,7 +50,7 @@ def horizon_runs(runs: pd.DataFrame) -> pd.DataFrame:
         except KeyError:  # a param the method reads was not logged
             return None
 
-    chosen = runs[(runs["status"] == "FINISHED") & (runs["env"] == ENV) & runs["method"].isin(METHODS)]
+    chosen = runs[(runs["status"] == "FINISHED") & (runs["env"] == ENV) & runs["method"].isin(methods())]
     horizon = PARAM_PREFIX + "env.horizon"
     if chosen.empty or horizon not in chosen:
         return chosen.iloc[0:0]
@@ -88,15 +89,16 @@ def figure(rows: pd.DataFrame, table: pd.DataFrame, folder: Path) -> list[Path]:
     with matplotlib.rc_context(STYLE):
         fig = Figure(figsize=(PANEL_SIZE[0] * 1.4, PANEL_SIZE[1] * 1.2), layout="constrained")
         ax = fig.add_subplot()
-        offsets = {m: (i - 1) * 0.8 for i, m in enumerate(METHODS)}
-        for method in METHODS:
+        shown = methods()
+        offsets = {m: (i - (len(shown) - 1) / 2) * 0.8 for i, m in enumerate(shown)}
+        for method in shown:
             part = table[table["method"] == method].sort_values("horizon")
             if part.empty:
                 continue
             x = part["horizon"] + offsets[method]
-            color = METHOD_COLORS[method]
+            color = estimator_color(method)
             ax.errorbar(x, part["mean"], yerr=[part["mean"] - part["low"], part["high"] - part["mean"]],
-                        color=color, marker="o", capsize=3, label=f"{METHOD_LABELS[method]}")
+                        color=color, marker="o", capsize=3, label=f"{estimator_label(method)}")
             seeds = rows[rows["method"] == method]
             ax.scatter(seeds["horizon"] + offsets[method] + 0.35, seeds["points"], color=color, s=8, alpha=0.5)
         ax.set_xlabel("horizon (steps; the walk is 0.3 x the horizon)")
@@ -109,7 +111,7 @@ def figure(rows: pd.DataFrame, table: pd.DataFrame, folder: Path) -> list[Path]:
 def markdown(table: pd.DataFrame) -> str:
     lines = ["| method | horizon | n | mean | std | 95% t interval (clipped to [0, 100]) |", "| --- | --- | --- | --- | --- | --- |"]
     for row in table.sort_values(["method", "horizon"]).itertuples():
-        lines.append(f"| {METHOD_LABELS[row.method]} | {row.horizon} | {row.n} | {row.mean:.2f} | {row.std:.2f} | "
+        lines.append(f"| {estimator_label(row.method)} | {row.horizon} | {row.n} | {row.mean:.2f} | {row.std:.2f} | "
                      f"[{row.low:.2f}, {row.high:.2f}] |")
     return "\n".join(lines) + "\n"
 

@@ -27,8 +27,9 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from analysis import cells, claims, collect, figures, horizon, latex, tables
-from analysis.blocks import ABLATION_ENVIRONMENT, ABLATION_SCALE, BLOCKS, MAIN, Block, environment_label, scale_label
+from analysis.blocks import Block, environment_label, report_blocks, scale_label
 from analysis.cells import CellKey, CellResult, Plan
+from gaca.estimators.registry import ESTIMATORS
 
 @dataclass(frozen=True)
 class FigureSpec:
@@ -54,32 +55,35 @@ SHARED_FIGURES = ("fig2c_lambda0_sweep", "fig3_gate_law", "sample_efficiency")
 
 
 def block_stem(figure: str, block: Block) -> str:
-    return "fig2ab_learning_curves" if (figure, block) == ("learning_curves", MAIN) else f"{figure}_{block.name}"
+    return "fig2ab_learning_curves" if (figure, block) == ("learning_curves", report_blocks().main) else f"{figure}_{block.name}"
 
 
-GENERATED = [
-    *(f"tables/{stem}.tex" for stem in (*TABLE_NUMBERS, "claims")),
-    "tables/cells.csv",
-    *(
-        f"figures/{stem}.{ext}"
-        for stem in (*SHARED_FIGURES, *(block_stem(f, b) for b in BLOCKS.values() for f in BLOCK_FIGURES))
-        for ext in ("pdf", "png")
-    ),
-    "claims.md",
-    "runs.csv",
-    "report.tex",
-    "report.pdf",
-]
+def generated() -> list[str]:
+    """Every file a report writes under its output folder (removed before a new report writes its own)."""
+    return [
+        *(f"tables/{stem}.tex" for stem in (*TABLE_NUMBERS, "claims")),
+        "tables/cells.csv",
+        *(
+            f"figures/{stem}.{ext}"
+            for stem in (*SHARED_FIGURES, *(block_stem(f, b) for b in report_blocks().by_name.values() for f in BLOCK_FIGURES))
+            for ext in ("pdf", "png")
+        ),
+        "claims.md",
+        "runs.csv",
+        "report.tex",
+        "report.pdf",
+    ]
 """Every file a report may write, relative to --out; removed first so none is left from an earlier report."""
 
 
 def build_parser() -> argparse.ArgumentParser:
+    blocks = report_blocks()
     parser = argparse.ArgumentParser(
         prog="gaca report",
         description="Write the paper's tables, figures and claims check from the runs logged in MLflow.",
     )
     parser.add_argument(
-        "blocks", nargs="*", metavar="BLOCK", help=f"blocks to report (default all): {', '.join(BLOCKS)}"
+        "blocks", nargs="*", metavar="BLOCK", help=f"blocks to report (default all): {', '.join(blocks.by_name)}"
     )
     parser.add_argument("--out", type=Path, default=Path("reports"), help="output folder (default: reports/)")
     parser.add_argument("--tracking-uri", help="MLflow URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")
@@ -93,10 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--env",
         help="only this environment (default: all for main; the ablations where most of their runs are, "
-        f"{ABLATION_ENVIRONMENT} when none is)",
+        f"{blocks.ablation_environment} when none is)",
     )
     parser.add_argument(
-        "--scale", help=f"only this scale (default: all for main; the ablations' as --env, {ABLATION_SCALE} when none is)"
+        "--scale", help=f"only this scale (default: all for main; the ablations' as --env, {blocks.ablation_scale} when none is)"
     )
     parser.add_argument("--preset", help="only runs of this trainer.preset (default: each setting's most common)")
     parser.add_argument("--no-pdf", action="store_true", help="write report.tex but do not compile it")
@@ -130,7 +134,7 @@ def read(client: MlflowClient, experiment: str, plan: Plan, selection: str, pres
     used = cells.used(ledger)
     outcomes = collect.load_outcomes(uri, used.loc[:, ["run_id", "artifact_uri", "iteration"]])
     results = cells.results(ledger, outcomes, curves, plan)
-    gaca = [results[key] for key in wanted if dict(key.config)["algorithm.method"] == "gaca"]
+    gaca = [results[key] for key in wanted if ESTIMATORS.spec(str(dict(key.config)["algorithm.method"])).gated]
     gaca_runs = used.loc[used["run_id"].isin([run for cell in gaca for run in cell.run_ids])]
     return plan, Runs(
         ledger,
@@ -145,16 +149,17 @@ def read(client: MlflowClient, experiment: str, plan: Plan, selection: str, pres
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    unknown = [name for name in args.blocks if name not in BLOCKS and name != horizon.BLOCK]
+    blocks = report_blocks().by_name
+    unknown = [name for name in args.blocks if name not in blocks and name != horizon.BLOCK]
     if unknown:
-        parser.error(f"unknown block(s) {unknown}; known: {', '.join([*BLOCKS, horizon.BLOCK])}")
+        parser.error(f"unknown block(s) {unknown}; known: {', '.join([*blocks, horizon.BLOCK])}")
     if args.blocks == [horizon.BLOCK]:
         return report_horizon(args)
     wants_horizon = not args.blocks or horizon.BLOCK in args.blocks
     args.blocks = [name for name in args.blocks if name != horizon.BLOCK]
     started = time.perf_counter()
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per file would drown the summary
-    plan = Plan(tuple(BLOCKS[name] for name in (args.blocks or BLOCKS)), env=args.env, scale=args.scale)
+    plan = Plan(tuple(blocks[name] for name in (args.blocks or blocks)), env=args.env, scale=args.scale)
     client = MlflowClient(collect.resolve_tracking_uri(args.tracking_uri))
     try:
         plan, runs = read(client, args.experiment, plan, args.selection, args.preset)
@@ -164,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     read_s = time.perf_counter() - started
 
     out: Path = args.out
-    for name in GENERATED:
+    for name in generated():
         (out / name).unlink(missing_ok=True)
     written, figures_shown, skipped, checked = write_artifacts(plan, runs, args.selection, out)
     summary = summary_lines(args, plan, runs)
@@ -221,9 +226,9 @@ def write_artifacts(
     skipped = [
         f"Table {TABLE_NUMBERS[stem]}: skipped, {why}"
         for stem, why in TABLE_MISSING.items()
-        if (stem != "table1_main" or MAIN in plan.blocks) and out / "tables" / f"{stem}.tex" not in written
+        if (stem != "table1_main" or report_blocks().main in plan.blocks) and out / "tables" / f"{stem}.tex" not in written
     ]
-    efficiency = figures.sample_efficiency_frame(plan, runs.results, runs.curves) if MAIN in plan.blocks else None
+    efficiency = figures.sample_efficiency_frame(plan, runs.results, runs.curves) if report_blocks().main in plan.blocks else None
     shown = []
     for spec in figure_specs(plan, runs, efficiency, out / "figures"):
         paths = spec.draw()
@@ -251,7 +256,7 @@ def figure_specs(plan: Plan, runs: Runs, efficiency: pd.DataFrame | None, folder
     results, curves, histograms = runs.results, runs.curves, runs.histograms
     specs = []
     for block in plan.blocks:
-        title = "Figure 2(a, b)" if block is MAIN else f"{block.name}: learning curves"
+        title = "Figure 2(a, b)" if block is report_blocks().main else f"{block.name}: learning curves"
         specs += [
             FigureSpec(
                 block_stem("learning_curves", block),
@@ -282,7 +287,7 @@ def figure_specs(plan: Plan, runs: Runs, efficiency: pd.DataFrame | None, folder
                 ),
             ),
         ]
-    if BLOCKS["lambda0"] in plan.blocks:
+    if report_blocks().by_name["lambda0"] in plan.blocks:
         specs.append(
             FigureSpec(
                 "fig2c_lambda0_sweep",
@@ -390,15 +395,15 @@ def _claims_header(plan: Plan, results: dict[CellKey, CellResult], selection: st
         f"Selection: {selection} evaluation, the same for every method; {seeds} seeds per cell, as found "
         "(a cell missing a seed its block ran is partial)."
     ]
-    ablations = [block for block in plan.blocks if block is not MAIN]
+    ablations = [block for block in plan.blocks if block is not report_blocks().main]
     if ablations:
         env, scale = plan.settings(ablations[0])[0]
         lines.append(f"Ablations read at {environment_label(env)}, scale {scale_label(scale)}.")
-    if MAIN in plan.blocks:
+    if report_blocks().main in plan.blocks:
         settings = [
             f"{env}/{scale}"
-            for env, scale in plan.settings(MAIN)
-            if any(results[plan.cell(variant, env, scale)].n for variant in MAIN.variants)
+            for env, scale in plan.settings(report_blocks().main)
+            if any(results[plan.cell(variant, env, scale)].n for variant in report_blocks().main.variants)
         ]
         lines.append(f"Main comparison in the settings with runs: {', '.join(settings) or 'none'}.")
     return lines

@@ -22,6 +22,7 @@ from mlflow.tracking import MlflowClient
 
 from gaca import contract
 from gaca.contract import flatten, set_dotted
+from gaca.estimators.registry import ESTIMATORS
 from gaca.tracking.identity import run_key
 
 TRAIN_METRICS = tuple(name for name in contract.METRICS if name.split("/")[0] in ("train", "loss", "perf"))
@@ -34,7 +35,7 @@ BATCH = 1000  # MLflow's limit of metrics per log_batch
 @functools.lru_cache(maxsize=None)
 def composed(env: str, scale: str, preset: str) -> dict[str, object]:
     """``conf/train.yaml`` composed with ``env``, ``model=scale`` and ``trainer=preset``, as plain data."""
-    from gaca.backends.entry import compose, resolve
+    from gaca.compose import compose, resolve
 
     return resolve(compose([f"env={env}", f"model={scale}", f"trainer={preset}"]))
 
@@ -127,7 +128,7 @@ def log_run(client: MlflowClient, experiment_id: str, run: SyntheticRun) -> str:
     now = int(time.time() * 1000)
     train = TRAIN_METRICS if run.train_metrics else ()
     metrics = [Metric(key, 1.0 / (1 + step), now, step) for step in range(run.iterations) for key in train]
-    gated = run.method == "gaca"
+    gated = ESTIMATORS.spec(run.method).gated
     if gated:
         diagnostics = run.diagnostics or DIAGNOSTICS
         metrics += [

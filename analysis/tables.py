@@ -18,12 +18,13 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.blocks import ABLATIONS, MAIN, METHOD_LABELS, METHODS, Block, environment_label, scale_label
+from analysis.blocks import Block, environment_label, report_blocks, methods, scale_label
 from analysis.cells import (
     PAIRED_SEEDS, PAIRED_TASKS, UNPAIRED, CellKey, CellResult, Comparison, Plan, compare, power_line,
 )
 from analysis.latex import escape
 from gaca.contract import DIAGNOSTIC_METRICS
+from gaca.estimators.registry import ESTIMATORS, estimator_label
 
 NOT_RUN = "---"
 DIAGNOSTIC_COLUMNS = tuple(
@@ -140,8 +141,8 @@ def main_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) 
     shown: list[CellResult] = []
     gains: dict[str, list[Comparison | None]] = {"final": [], "auc": []}
     previous_env = None
-    for env, scale in plan.settings(MAIN):
-        row_cells = [cells[plan.cell(MAIN.variant(method), env, scale)] for method in METHODS]
+    for env, scale in plan.settings(report_blocks().main):
+        row_cells = [cells[plan.cell(report_blocks().main.variant(method), env, scale)] for method in methods()]
         if all(cell.n == 0 for cell in row_cells):
             continue
         shown += row_cells
@@ -170,7 +171,7 @@ def main_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) 
         "Environment",
         "Scale",
         "",
-        *(METHOD_LABELS[m] for m in METHODS),
+        *(estimator_label(m) for m in methods()),
         r"$\Delta$",
         r"95\% CI of $\Delta$",
         r"$P(\mathrm{GACA} > \mathrm{GiGPO})$",
@@ -184,7 +185,7 @@ def main_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) 
         r"Mann-Whitney $p$ of that ranking; not the probability that GACA is better. "
         + _pairing_notes(gains["final"] + gains["auc"])
         + " "
-        + _analogues(plan.settings(MAIN))
+        + _analogues(plan.settings(report_blocks().main))
         + " "
         + _footnote(shown)
     )
@@ -200,11 +201,11 @@ def ablation_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: s
     """Table 2: one block of rows per requested ablation, best per block in bold, each row with its
     95% interval, its AUC and its difference from GACA with every default (and that difference's
     interval); a power line per block under the table. None if no ablation is requested."""
-    blocks = [block for block in plan.blocks if block in ABLATIONS]
+    blocks = [block for block in plan.blocks if block in report_blocks().ablations]
     if not blocks:
         return None
     env, scale = plan.settings(blocks[0])[0]
-    reference = cells.get(plan.cell(MAIN.variant("gaca"), env, scale))
+    reference = cells.get(plan.cell(report_blocks().main.variant("gaca"), env, scale))
     shared = _shared_keys(plan, blocks, env, scale)
     body: list[Sequence[str] | str] = []
     shown: list[CellResult] = []
@@ -255,7 +256,7 @@ def ablation_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: s
 
 def _shared_keys(plan: Plan, blocks: Sequence[Block], env: str, scale: str) -> set[CellKey]:
     """Cells other than GACA's default that appear in more than one requested block."""
-    default = plan.cell(MAIN.variant("gaca"), env, scale)
+    default = plan.cell(report_blocks().main.variant("gaca"), env, scale)
     owners: dict[CellKey, set[str]] = {}
     for block in blocks:
         for variant in block.variants:
@@ -271,7 +272,7 @@ def diagnostics_rows(plan: Plan) -> list[tuple[Block, str, str, list[tuple[str, 
             rows = [
                 (variant.latex, plan.cell(variant, env, scale))
                 for variant in block.variants
-                if variant.config()["algorithm.method"] == "gaca"
+                if ESTIMATORS.spec(str(variant.config()["algorithm.method"])).gated
             ]
             groups.append((block, env, scale, rows))
     return groups
@@ -312,7 +313,7 @@ def diagnostics_table(plan: Plan, cells: Mapping[CellKey, CellResult], diagnosti
         r"Gate diagnostics of the GACA rows, each averaged over training per run, mean $\pm$ std over seeds: "
         r"the spread (std) of the criticality $c$, mean and std of $\lambda$, steps with $\lambda$ at 0 or 1, "
         r"and steps in a non-singleton anchor group. The last row gives the paper's values "
-        r"(ALFWorld / WebShop; clamped: under 1\%). " + _analogues(plan.settings(MAIN))
+        r"(ALFWorld / WebShop; clamped: under 1\%). " + _analogues(plan.settings(report_blocks().main))
     )
     return table(tabular("l" + "c" * len(DIAGNOSTIC_COLUMNS), header, body), caption, "tab:diagnostics")
 
@@ -368,7 +369,7 @@ def write_tables(
     """Write the tables that have data to ``folder`` and return their paths (``.tex`` and ``cells.csv``)."""
     folder.mkdir(parents=True, exist_ok=True)
     contents: dict[str, str | None] = {}
-    if MAIN in plan.blocks:
+    if report_blocks().main in plan.blocks:
         contents["table1_main.tex"] = main_table(plan, cells, selection)
     contents["table2_ablations.tex"] = ablation_table(plan, cells, selection)
     contents["table7_diagnostics.tex"] = diagnostics_table(plan, cells, diagnostics)

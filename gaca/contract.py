@@ -227,7 +227,7 @@ NOT_IDENTITY_BACKEND = (
 KEYLESS_THREADS = 1
 """torch's thread count changes results in their last bits (docs/dependencies.md), so it is part of a run's identity;
 one thread, every sweep job's default, drops out so that one-thread runs keep the keys they always had
-(and so does every count of a verl run). ``gaca.backends.entry.validate`` writes the count a run will
+(and so does every count of a verl run). ``gaca.compose.validate`` writes the count a run will
 use in place of null (torch's default)."""
 DEFAULT_BACKEND = "cpu"
 """Drops out of the canonical config, so runs keep the keys they had before backends existed."""

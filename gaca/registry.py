@@ -7,7 +7,10 @@ only when the entry itself is asked for.
 
 Names unknown to a registry are looked up once in the installed plugins: every entry point of the
 group ``gaca.plugins`` is imported, and its module registers what it brings
-(``[project.entry-points."gaca.plugins"] my_detector = "my_package.detector"``).
+(``[project.entry-points."gaca.plugins"] my_detector = "my_package.detector"``). A plugin's config
+files (an estimator's ``algorithm/NAME.yaml``) reach every composition (``gaca train``, ``gaca
+sweep``, ``gaca report``) through Hydra's own mechanism: a ``SearchPathPlugin`` in the plugin's
+``hydra_plugins/`` namespace package that appends ``pkg://my_package.conf`` to the search path.
 """
 
 from __future__ import annotations
@@ -31,6 +34,12 @@ def load_plugins() -> None:
     _plugins_loaded = True
     for entry in entry_points(group=PLUGIN_GROUP):
         entry.load()
+
+
+def import_target(target: str) -> Any:
+    """The object that ``"package.module:attribute"`` names, its module imported."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 class Registry(Generic[T]):
@@ -69,8 +78,7 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         entry = self._entries[self._known(name)]
         if isinstance(entry, str):
-            module, _, attribute = entry.partition(":")
-            entry = self._entries[name] = getattr(importlib.import_module(module), attribute)
+            entry = self._entries[name] = import_target(entry)
         return entry
 
     def spec(self, name: str) -> Any:
@@ -86,6 +94,11 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         return sorted(self._entries)
+
+    def in_order(self) -> list[str]:
+        """Every name, the installed plugins' included, in the order they were registered."""
+        load_plugins()
+        return list(self._entries)
 
     def __contains__(self, name: object) -> bool:
         if name not in self._entries:

@@ -5,7 +5,7 @@ import sys
 
 from analysis.blocks import DEFAULT_CONFIG, canonical_config, setting
 from gaca import contract
-from gaca.backends.entry import compose, resolve
+from gaca.compose import compose, resolve
 from gaca.tracking.identity import run_key
 
 

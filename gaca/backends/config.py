@@ -17,10 +17,11 @@ from gaca.validation import check_bool, check_choice, check_int, check_number, r
 
 INITS = ("bc", "scratch")
 LR_SCHEDULES = ("constant", "linear")
-STARTING_POLICY_CODE = ("envs", "policy", "backends/cpu/loop.py")
+STARTING_POLICY_CODE = ("envs", "policy", "backends/cpu/start.py", "backends/cpu/seeds.py")
 """The parts of ``gaca`` a behaviour-cloned start is made by (the demonstrations, the prompt, the
-model, the cloning and its prior stage): their source is part of the clone's cache key, so that a
-folder's ``runs/bc-cache`` never hands a new version of them a clone the old one made."""
+model, the cloning and its prior stage, the seeds it draws with; not the training loop): their
+source is part of the clone's cache key, so that a folder's ``runs/bc-cache`` never hands a new
+version of them a clone the old one made."""
 
 
 @dataclass(frozen=True)

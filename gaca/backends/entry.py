@@ -1,4 +1,4 @@
-"""`gaca train [overrides]`: compose conf/train.yaml with Hydra, validate, train."""
+"""`gaca train [overrides]`: compose conf/train.yaml with Hydra (``gaca.compose``), validate, train."""
 
 from __future__ import annotations
 
@@ -7,42 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import MissingMandatoryValue
 
 from gaca.backends import BACKENDS
-
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
-
-
-class ConfigError(ValueError):
-    """A composed config that fails validation; the message names the key."""
-
-
-def resolve(cfg: DictConfig) -> dict[str, Any]:
-    """The composed config as plain data, Hydra's own node removed."""
-    try:
-        resolved = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
-    except MissingMandatoryValue as error:
-        raise ConfigError(f"{error.full_key} is required (it has no default); set it with {error.full_key}=...") from None
-    resolved.pop("hydra", None)
-    return resolved
-
-
-def validate(cfg: DictConfig):
-    """(RunConfig, resolved dict) or ConfigError naming the key."""
-    from gaca.backends.config import RunConfig
-
-    resolved = resolve(cfg)
-    trainer = resolved.get("trainer")
-    if isinstance(trainer, dict) and "threads" in trainer and trainer["threads"] is None:
-        import torch
-
-        trainer["threads"] = torch.get_num_threads()  # torch's default here: the count is part of the run key
-    try:
-        return RunConfig.from_dict(resolved), resolved
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
-
+from gaca.compose import CONF_DIR, ConfigError, compose, validate
 
 def check_places(run) -> None:
     """What a run writes to must be usable before it starts: its output folder (ConfigError) and its
@@ -120,17 +87,6 @@ def known_keys(overrides: list[str]) -> list[str]:
         return list(flatten(OmegaConf.to_container(compose(overrides), resolve=False)))
     except Exception:
         return list(flatten(OmegaConf.to_container(compose([]), resolve=False)))
-
-
-def compose(overrides: list[str]) -> DictConfig:
-    """conf/train.yaml composed with ``overrides`` through Hydra's compose API (no task run)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(str(CONF_DIR), version_base=None):
-        return hydra_compose("train", overrides=overrides)
 
 
 def check_overrides(argv: list[str]) -> str | None:

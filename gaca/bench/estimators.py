@@ -29,7 +29,7 @@ import torch
 from gaca import AdvantageConfig, compute_advantages
 from gaca.estimators.batch import build_step_batch
 from gaca.estimators.config import CONVENTIONS, Conventions
-from gaca.estimators.core import ESTIMATORS
+from gaca.estimators.registry import ESTIMATORS
 from gaca.estimators.reference import reference_advantages
 
 WORDS = "you arrive at countertop cabinet drawer fridge microwave mug apple knife on the see a an and".split()

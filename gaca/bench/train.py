@@ -30,7 +30,7 @@ def train_in_temporary_store(overrides: list[str], read: Callable[[MlflowClient,
     from hydra import compose, initialize_config_dir
 
     from gaca.backends.cpu.loop import train
-    from gaca.backends.entry import CONF_DIR, validate
+    from gaca.compose import CONF_DIR, validate
 
     with tempfile.TemporaryDirectory() as folder:
         previous = os.getcwd()

@@ -11,8 +11,8 @@ if TYPE_CHECKING:
     from gaca.envs.config import EnvConfig
 
 FAMILIES: Registry[type[EnvFamily]] = Registry("environment family")
-"""Family name -> ``EnvFamily`` subclass: "household" (ALFWorld-style), "shop" (WebShop-style) and
-"alfworld" (ALFWorld's real engine)."""
+"""Family name -> ``EnvFamily`` subclass: "errand" (the credit-assignment testbed), "household"
+(ALFWorld-style), "shop" (WebShop-style) and "alfworld" (ALFWorld's real engine)."""
 
 
 def make_family(cfg: EnvConfig) -> EnvFamily:

@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from gaca.estimators.registry import DETECTORS, ESTIMATORS
+from gaca.estimators.registry import DETECTORS, ESTIMATORS, NORMALIZERS
 from gaca.validation import check_choice, check_number, reject_unknown
 
-NORMS = ("mean_std", "mean")
 SINGLETON_FALLBACKS = ("prompt_group", "zero")
 
 
@@ -82,7 +81,7 @@ class AdvantageConfig:
 
     def __post_init__(self) -> None:
         check_choice("algorithm.method", self.method, ESTIMATORS)
-        check_choice("algorithm.norm", self.norm, NORMS)
+        check_choice("algorithm.norm", self.norm, NORMALIZERS)
         check_choice("algorithm.detector", self.detector, DETECTORS)
         check_choice("algorithm.singleton_fallback", self.singleton_fallback, SINGLETON_FALLBACKS)
         check_choice("algorithm.conventions", self.conventions, tuple(CONVENTIONS))

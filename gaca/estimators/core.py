@@ -13,9 +13,9 @@ import torch
 from gaca.estimators.batch import ArrayLike, StepBatch, build_step_batch
 from gaca.estimators.config import AdvantageConfig, Conventions
 from gaca.estimators.gate import gate_weight
-from gaca.estimators.registry import DETECTORS, ESTIMATORS, needs_nll
+from gaca.estimators.registry import DETECTORS, ESTIMATORS, NORMALIZERS, needs_nll
 from gaca.estimators.returns import discounted_returns, environment_rewards, episode_returns
-from gaca.estimators.segments import NORMS, segment_count
+from gaca.estimators.segments import segment_count
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def episode_advantage(batch: StepBatch, config: AdvantageConfig, rules: Conventi
     every row's episode score (``R_env(tau) - p * invalid_t`` with penalty_at_step, else R_tau),
     statistics over the group's rows.
     """
-    normalize = NORMS.get(config.norm)
+    normalize = NORMALIZERS.get(config.norm)
     if not rules.episode_over_rows:
         per_traj = normalize(episode_returns(batch), batch.traj_group, batch.num_groups, config.eps, rules.one_element_raw)
         return per_traj[batch.traj]
@@ -72,7 +72,7 @@ def step_advantage(
     (``rules.singleton_zero``: ``singleton_fallback='zero'`` or ``conventions='verl_agent'``).
     With ``batch.weight`` (padding copies that count) a step and its copy are a group of two.
     """
-    normalize = NORMS.get(config.norm)
+    normalize = NORMALIZERS.get(config.norm)
     size = segment_count(batch.anchor, batch.num_anchor_groups, step_return.dtype, batch.weight)[batch.anchor]
     shared = size > 1
     within_anchor = normalize(step_return, batch.anchor, batch.num_anchor_groups, config.eps, weight=batch.weight)

@@ -1,17 +1,23 @@
 """A plain per-row Python implementation of docs/estimator.md, written for reading, not speed.
 
 It is the oracle of the property tests and the baseline of ``gaca bench estimators``. It shares no
-code with the vectorized estimator. The ``random`` detector is not here: its permutation is
-checked through its properties (per-trajectory multiset, seed reproducibility) instead.
+code with the vectorized estimator. ``reference_advantages`` computes the two levels every
+estimator builds on and hands them to the method's own reference (``EstimatorSpec.reference``); a
+gated method's detector scores come from ``DetectorSpec.reference``. The ``random`` detector has
+none: its permutation is checked through its properties (per-trajectory multiset, seed
+reproducibility) instead.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, Hashable, Sequence
 
 from gaca.estimators.config import AdvantageConfig, Conventions
+from gaca.estimators.registry import DETECTORS, ESTIMATORS, DetectorSpec, EstimatorSpec
+from gaca.registry import import_target
 
 
 def _normalize(x: float, xs: Sequence[float], config: AdvantageConfig, one_element_raw: bool = False) -> float:
@@ -37,6 +43,24 @@ def _gate(c: float, config: AdvantageConfig) -> float:
     return min(1.0, max(0.0, lam))
 
 
+@dataclass(frozen=True)
+class ReferenceLevels:
+    """Per-row lists (length N) that every estimator's reference combines, and the row sets they came from."""
+
+    episode: list[float]
+    """A^E (Eq. 2)."""
+    step_level: list[float]
+    """A^S (Eq. 3), the singleton rule applied."""
+    step_return: list[float]
+    """g_t."""
+    nll: list[float]
+    """H_t as given."""
+    rows_of_traj: dict[Any, list[int]]
+    """Each trajectory's rows in step order."""
+    anchor_rows: list[list[int]]
+    """Each row's anchor group (its own row included)."""
+
+
 def reference_advantages(
     group: Sequence[Hashable],
     traj: Sequence[Hashable],
@@ -54,8 +78,12 @@ def reference_advantages(
     ``rules`` (default ``config.rules``) may switch single conventions on, as ``gaca bench
     estimators`` does to measure each one's effect.
     """
-    if config.detector == "random":
-        raise ValueError("the reference has no random detector; test its properties instead")
+    spec: EstimatorSpec = ESTIMATORS.spec(config.method)
+    if spec.reference is None:
+        raise ValueError(f"the reference has no method {config.method!r} (its EstimatorSpec names no reference)")
+    detector: DetectorSpec = DETECTORS.spec(config.detector)
+    if spec.gated and not detector.constant and detector.reference is None:
+        raise ValueError(f"the reference has no {config.detector} detector; test its properties instead")
     rules = config.rules if rules is None else rules
     n = len(reward)
     # The penalty inside each row's reward, and the environment's reward without it.
@@ -105,30 +133,66 @@ def reference_advantages(
         else:
             step_level[i] = _normalize(step_return[i], [step_return[j] for j in rows_of_group[group[i]]], config)
 
-    if config.method == "grpo":
-        return {"advantages": episode, "episode": episode, "step_level": None, "lam": None, "criticality": None}
-    if config.method == "gigpo":
-        advantages = [episode[i] + config.step_weight * step_level[i] for i in range(n)]
-        return {"advantages": advantages, "episode": episode, "step_level": step_level, "lam": None, "criticality": None}
+    levels = ReferenceLevels(
+        episode, step_level, step_return, list(nll), dict(rows_of_traj), [rows_of_anchor[(group[i], anchor[i])] for i in range(n)]
+    )
+    return import_target(spec.reference)(levels, config)
 
-    criticality = [1.0] * n
-    if config.detector != "uniform":
-        entropy = list(nll)
-        if config.detector == "loo":
-            for i in range(n):
-                others = [nll[j] for j in rows_of_anchor[(group[i], anchor[i])] if j != i]
-                if others:
-                    entropy[i] = sum(others) / len(others)
-                else:
-                    own = rows_of_traj[traj[i]]
-                    entropy[i] = sum(nll[j] for j in own) / len(own)
-        for rows in rows_of_traj.values():
-            e = _relative([entropy[i] for i in rows])
-            change = [0.0] + [abs(step_return[rows[k]] - step_return[rows[k - 1]]) for k in range(1, len(rows))]
-            d = _relative(change)
-            score = [config.alpha_c * e[k] + (1 - config.alpha_c) * d[k] for k in range(len(rows))]
-            for k, c in enumerate(_relative(score)):
-                criticality[rows[k]] = c
-    lam = [_gate(criticality[i], config) for i in range(n)]
-    advantages = [lam[i] * config.step_weight * step_level[i] + (1 - lam[i]) * episode[i] for i in range(n)]
+
+def grpo_reference(levels: ReferenceLevels, config: AdvantageConfig) -> dict[str, list[float] | None]:
+    """A = A^E."""
+    episode = levels.episode
+    return {"advantages": episode, "episode": episode, "step_level": None, "lam": None, "criticality": None}
+
+
+def gigpo_reference(levels: ReferenceLevels, config: AdvantageConfig) -> dict[str, list[float] | None]:
+    """A = A^E + w A^S."""
+    episode, step_level = levels.episode, levels.step_level
+    advantages = [episode[i] + config.step_weight * step_level[i] for i in range(len(episode))]
+    return {"advantages": advantages, "episode": episode, "step_level": step_level, "lam": None, "criticality": None}
+
+
+def gaca_reference(levels: ReferenceLevels, config: AdvantageConfig) -> dict[str, list[float] | None]:
+    """A = lambda w A^S + (1 - lambda) A^E with lambda the gate of the detector's c (Eqs. 5-8)."""
+    episode, step_level = levels.episode, levels.step_level
+    criticality = reference_criticality(levels, config)
+    lam = [_gate(c, config) for c in criticality]
+    advantages = [lam[i] * config.step_weight * step_level[i] + (1 - lam[i]) * episode[i] for i in range(len(episode))]
     return {"advantages": advantages, "episode": episode, "step_level": step_level, "lam": lam, "criticality": criticality}
+
+
+def reference_criticality(levels: ReferenceLevels, config: AdvantageConfig) -> list[float]:
+    """c_t (Eqs. 5-6): the detector's scores fused with the return change, relative per trajectory."""
+    criticality = [1.0] * len(levels.nll)
+    detector: DetectorSpec = DETECTORS.spec(config.detector)
+    if detector.constant:
+        return criticality
+    entropy = import_target(detector.reference)(levels)
+    step_return = levels.step_return
+    for rows in levels.rows_of_traj.values():
+        e = _relative([entropy[i] for i in rows])
+        change = [0.0] + [abs(step_return[rows[k]] - step_return[rows[k - 1]]) for k in range(1, len(rows))]
+        d = _relative(change)
+        score = [config.alpha_c * e[k] + (1 - config.alpha_c) * d[k] for k in range(len(rows))]
+        for k, c in enumerate(_relative(score)):
+            criticality[rows[k]] = c
+    return criticality
+
+
+def entropy_scores(levels: ReferenceLevels) -> list[float]:
+    """The entropy detector's score: H_t itself."""
+    return list(levels.nll)
+
+
+def loo_scores(levels: ReferenceLevels) -> list[float]:
+    """The leave-one-out detector's score: the mean H of the step's anchor group without it, else
+    (alone in its group) the mean H of its trajectory."""
+    nll, scores = levels.nll, list(levels.nll)
+    own_traj = {i: rows for rows in levels.rows_of_traj.values() for i in rows}
+    for i in range(len(nll)):
+        others = [nll[j] for j in levels.anchor_rows[i] if j != i]
+        if others:
+            scores[i] = sum(others) / len(others)
+        else:
+            scores[i] = sum(nll[j] for j in own_traj[i]) / len(own_traj[i])
+    return scores

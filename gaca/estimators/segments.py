@@ -1,10 +1,11 @@
-"""Vectorized per-segment statistics: every group-relative quantity of the spec is one of these."""
+"""Vectorized per-segment statistics: every group-relative quantity of the spec is one of these.
+
+The two group normalisations are registered by ``algorithm.norm`` in ``gaca.estimators.registry.NORMALIZERS``.
+"""
 
 from __future__ import annotations
 
 import torch
-
-from gaca.registry import Registry
 
 
 def segment_sum(values: torch.Tensor, segment: torch.Tensor, num_segments: int) -> torch.Tensor:
@@ -62,10 +63,6 @@ def _weighted_sum(
     return segment_sum(values if weight is None else values * weight, segment, num_segments)
 
 
-NORMS: Registry = Registry("norm")
-
-
-@NORMS.register("mean_std")
 def normalize_mean_std(
     values: torch.Tensor, segment: torch.Tensor, num_segments: int, eps: float, one_element_raw: bool = False,
     weight: torch.Tensor | None = None,
@@ -75,7 +72,6 @@ def normalize_mean_std(
     return (values - mean[segment]) / (std[segment] + eps)
 
 
-@NORMS.register("mean")
 def normalize_mean(
     values: torch.Tensor, segment: torch.Tensor, num_segments: int, eps: float, one_element_raw: bool = False,
     weight: torch.Tensor | None = None,

@@ -14,12 +14,13 @@ adds or replaces one, as in Hydra's own multirun.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from gaca.backends.entry import CONF_DIR
+from gaca.compose import CONF_DIR
 
 SWEEPS_DIR = CONF_DIR.parent / "sweeps"
 """The project's block files, one per ablation block."""
@@ -98,16 +99,23 @@ def _sweep_value(value: object) -> str:
 def expand(block: Block, overrides: list[str]) -> list[list[str]]:
     """Every run of ``block`` as its grid point plus ``overrides`` (command-line run overrides).
 
-    Hydra's own sweep expansion (``BasicSweeper.split_arguments``): one override per key, later
-    keys (the command line) replacing earlier ones (the grid), the Cartesian product over sweeps.
+    Expanded as Hydra's basic sweeper expands a multirun, through Hydra's public override parser:
+    one override per key, a later one (the command line) replacing an earlier one (the grid) in its
+    place, the Cartesian product over the discrete sweeps (``a,b``, ``range(...)``, ``choice(...)``).
     """
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()
     runs: list[list[str]] = []
     for grid in block.grids:
-        parsed = parser.parse_overrides([f"{key}={value}" for key, value in grid] + list(overrides))
-        (batch,) = BasicSweeper.split_arguments(parsed, max_batch_size=None)
-        runs.extend(batch)
+        by_key: dict[str, list[str]] = {}
+        for override in parser.parse_overrides([f"{key}={value}" for key, value in grid] + list(overrides)):
+            key = override.get_key_element()
+            if not override.is_sweep_override():
+                by_key[key] = [f"{key}={override.get_value_element_as_str()}"]
+            elif override.is_discrete_sweep():
+                by_key[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+            else:
+                raise ValueError(f"{key}: a sweep of a block must list its values (a,b or range(...)), got {override.input_line}")
+        runs.extend(list(point) for point in itertools.product(*by_key.values()))
     return runs

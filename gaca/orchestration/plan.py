@@ -79,7 +79,7 @@ def plan(items: list[tuple[str, list[str], list[str]]], compose: Callable[[list[
     Tracking URI and output folder are resolved here, once, and passed to every job explicitly,
     so that jobs started anywhere (another folder, another node) log and checkpoint in one place.
     """
-    from gaca.backends.entry import ConfigError, validate
+    from gaca.compose import ConfigError, validate
     from gaca.tracking.identity import run_key
     from gaca.tracking.secrets import redact_uri
 

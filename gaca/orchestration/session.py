@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig
 
-from gaca.backends.entry import CONF_DIR
+from gaca.compose import CONF_DIR
 
 LAUNCHERS = tuple(sorted(path.stem for path in (CONF_DIR / "launcher").glob("*.yaml")))
 """``launcher=NAME`` choices: the files of ``conf/launcher/``."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
-from analysis.blocks import BLOCKS, DEFAULT_CONFIG, MAIN, canonical_config, get_block
+from analysis.blocks import DEFAULT_CONFIG, canonical_config, get_block, report_blocks
 from gaca.contract import parse_param
 
 
@@ -21,7 +24,7 @@ def test_the_fixed_weight_configuration_is_one_cell_in_three_blocks():
 
 
 def test_the_default_row_of_each_ablation_is_gaca_with_every_default():
-    default = MAIN.variant("gaca").key()
+    default = report_blocks().main.variant("gaca").key()
     for block, name in [
         ("detector", "entropy"),
         ("modulation", "modulation=0.5"),
@@ -56,7 +59,15 @@ def test_unknown_block_lists_the_known_ones():
 
 
 def test_every_variant_within_a_block_is_a_distinct_cell():
-    for block in BLOCKS.values():
+    for block in report_blocks().by_name.values():
         keys = [variant.key() for variant in block.variants]
         assert len(set(keys)) == len(keys), block.name
         assert len(block.seeds) == 3
+
+
+def test_importing_the_analysis_composes_no_sweep_file():
+    """The blocks are read by an explicit call (``report_blocks``), not on import."""
+    code = "import analysis.report, analysis.cells, analysis.blocks as b; print(b.report_blocks.cache_info().misses)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "0"

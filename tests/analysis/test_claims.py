@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 
 from analysis import claims
-from analysis.blocks import ABLATION_ENVIRONMENT, ABLATION_SCALE, BLOCKS, MAIN, get_block
+from analysis.blocks import get_block, report_blocks
 from analysis.cells import PAIRED_TASKS, CellResult, Comparison, Plan, empty_result
 
-PLAN = Plan(tuple(BLOCKS.values()), scale="tiny")
+BLOCKS = report_blocks()
+PLAN = Plan(tuple(BLOCKS.by_name.values()), scale="tiny")
 TASKS = 128
 SEEDS = (0, 1, 2)
 """The seeds every block of these tests ran."""
@@ -33,10 +34,10 @@ def near(rate: float, seeds: int = 3) -> list[float]:
     return [rate - 1 / TASKS, rate, rate + 1 / TASKS][:seeds]
 
 
-GACA_KEY = PLAN.cell(MAIN.variant("gaca"), "household", "tiny")
+GACA_KEY = PLAN.cell(BLOCKS.main.variant("gaca"), "household", "tiny")
 
 
-ABLATION_GACA_KEY = PLAN.cell(MAIN.variant("gaca"), ABLATION_ENVIRONMENT, ABLATION_SCALE)
+ABLATION_GACA_KEY = PLAN.cell(BLOCKS.main.variant("gaca"), BLOCKS.ablation_environment, BLOCKS.ablation_scale)
 
 
 def diagnostics(lambda_mean: float = 0.4995, clamp: float = 0.002, seeds: int = 3) -> pd.DataFrame:
@@ -45,7 +46,7 @@ def diagnostics(lambda_mean: float = 0.4995, clamp: float = 0.002, seeds: int = 
     return pd.DataFrame(
         [
             (env, scale, run_id, seed, metric, value + 1e-4 * seed)
-            for env, scale, key in (("household", "tiny", GACA_KEY), (ABLATION_ENVIRONMENT, ABLATION_SCALE, ABLATION_GACA_KEY))
+            for env, scale, key in (("household", "tiny", GACA_KEY), (BLOCKS.ablation_environment, BLOCKS.ablation_scale, ABLATION_GACA_KEY))
             for seed, run_id in enumerate(run_ids(key, seeds))
             for metric, value in (("diag/lambda_mean", lambda_mean), ("diag/clamp_frac", clamp))
         ],
@@ -62,10 +63,10 @@ def evidence(
     cells = {key: empty_result(key, SEEDS) for key in PLAN.wanted()}
     for name, rates in (ablations or {}).items():
         block, variant = name.split("/")
-        key = PLAN.cell(get_block(block).variant(variant), ABLATION_ENVIRONMENT, ABLATION_SCALE)
+        key = PLAN.cell(get_block(block).variant(variant), BLOCKS.ablation_environment, BLOCKS.ablation_scale)
         cells[key] = result(key, rates)
     for method, rates in (main or {}).items():
-        key = PLAN.cell(MAIN.variant(method), "household", "tiny")
+        key = PLAN.cell(BLOCKS.main.variant(method), "household", "tiny")
         cells[key] = result(key, rates)
     return claims.Evidence(PLAN, cells, diagnostics() if diag is None else diag)
 

@@ -10,7 +10,7 @@ import torch
 import numpy as np
 
 from analysis import figures
-from analysis.blocks import BLOCKS, MAIN
+from analysis.blocks import report_blocks
 from analysis.cells import CellKey, CellResult, Plan
 
 STEMS = (
@@ -18,8 +18,8 @@ STEMS = (
     "fig2c_lambda0_sweep",
     "fig3_gate_law",
     "sample_efficiency",
-    *(f"{figure}_{block}" for figure in ("seeds", "criticality") for block in BLOCKS),
-    *(f"learning_curves_{block}" for block in BLOCKS if block != "main"),
+    *(f"{figure}_{block}" for figure in ("seeds", "criticality") for block in report_blocks().by_name),
+    *(f"learning_curves_{block}" for block in report_blocks().by_name if block != "main"),
 )
 
 
@@ -50,9 +50,9 @@ def test_figure3_draws_the_estimators_gate(tmp_path, monkeypatch):
 
 
 def test_a_figure_without_data_is_skipped_and_reported(tmp_path, report):
-    plan = Plan(tuple(BLOCKS.values()))
+    plan = Plan(tuple(report_blocks().by_name.values()))
     empty = pd.DataFrame(columns=["run_id", "bin_left", "bin_right", "count"])
-    assert figures.criticality_distribution(plan, MAIN, {}, empty, tmp_path, "criticality_main") == []
+    assert figures.criticality_distribution(plan, report_blocks().main, {}, empty, tmp_path, "criticality_main") == []
     assert figures.sample_efficiency(pd.DataFrame(), tmp_path) == []
     assert not list(tmp_path.iterdir())
 
@@ -65,15 +65,15 @@ def drawn(monkeypatch) -> list:
 
 
 def test_the_overflow_bin_is_drawn_as_a_marked_last_bin(tmp_path, monkeypatch):
-    key = CellKey(MAIN.variant("gaca").key(), "household", "tiny")
+    key = CellKey(report_blocks().main.variant("gaca").key(), "household", "tiny")
     cell = CellResult(key, ("r0",), (0,), np.array([0.5]), None)
     histogram = pd.DataFrame(
         {"run_id": "r0", "bin_left": [0.0, 2.0, 4.0], "bin_right": [2.0, 4.0, np.inf], "count": [6, 2, 2]}
     )
-    plan = Plan((MAIN,), env="household", scale="tiny")
+    plan = Plan((report_blocks().main,), env="household", scale="tiny")
     cells = {k: cell if k == key else CellResult(k, (), (), np.zeros(0), None) for k in plan.wanted()}
     saved = drawn(monkeypatch)
-    assert figures.criticality_distribution(plan, MAIN, cells, histogram, tmp_path, "criticality_main")
+    assert figures.criticality_distribution(plan, report_blocks().main, cells, histogram, tmp_path, "criticality_main")
     axis = saved[0].axes[0]
     assert [text.get_text() for text in axis.texts] == ["≥ 4"]
     assert axis.get_xlim()[1] == pytest.approx(6.1)  # the last bin is drawn as wide as the one before it

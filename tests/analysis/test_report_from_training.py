@@ -9,7 +9,7 @@ from mlflow.tracking import MlflowClient
 
 from analysis.report import main as report_main
 from gaca.backends.cpu.loop import train
-from gaca.backends.entry import CONF_DIR, validate
+from gaca.compose import CONF_DIR, validate
 from gaca.bench.testbed import CONSTRAINED
 
 pytestmark = pytest.mark.slow

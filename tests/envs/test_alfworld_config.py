@@ -11,7 +11,7 @@ if any(importlib.util.find_spec(name) is None for name in ("alfworld", "textworl
 
 from hydra import compose, initialize_config_dir
 
-from gaca.backends.entry import CONF_DIR, ConfigError, validate
+from gaca.compose import CONF_DIR, ConfigError, validate
 from gaca.envs import FAMILIES, EnvConfig
 
 

@@ -107,3 +107,9 @@ def test_a_model_presets_sizes_are_part_of_the_run_key(tmp_path):
     tiny = MODEL_PRESETS["tiny"]
     assert key() == key(*(f"model.{field}={value}" for field, value in tiny.items()))
     assert key() != key(f"model.intermediate_size={2 * tiny['intermediate_size']}")
+
+
+def test_a_sweep_that_does_not_list_its_values_is_refused_naming_the_key():
+    block = load_block("detector")
+    with pytest.raises(ValueError, match=r"algorithm.lambda0: a sweep of a block must list its values .*interval\(0,1\)"):
+        expand(block, ["algorithm.lambda0=interval(0,1)"])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from gaca.backends.entry import CONF_DIR, validate
+from gaca.compose import CONF_DIR, validate
 
 from ..orchestration.conftest import gaca  # noqa: F401  (the real CLI as a subprocess; the paper tests import it from here)
 

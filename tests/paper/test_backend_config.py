@@ -7,7 +7,7 @@ import pytest
 
 from gaca.backends import BACKENDS
 from gaca.backends.config import BackendConfig
-from gaca.backends.entry import ConfigError
+from gaca.compose import ConfigError
 from gaca.tracking.identity import run_key
 
 from .conftest import PAPER, compose_run

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from gaca.backends.entry import compose, validate
+from gaca.compose import compose, validate
 from gaca.tracking.identity import run_key
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from gaca.backends.entry import CONF_DIR, validate
+from gaca.compose import CONF_DIR, validate
 
 # Seconds, not minutes: a short horizon, two tasks, a few evaluation tasks, a token BC init.
 TINY = [

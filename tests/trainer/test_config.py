@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 
 import gaca
 from gaca.backends.config import STARTING_POLICY_CODE, source_fingerprint
-from gaca.backends.entry import CONF_DIR, ConfigError, validate
+from gaca.compose import CONF_DIR, ConfigError, validate
 
 
 def compose_validate(overrides):
@@ -103,3 +103,22 @@ def test_the_clones_cache_key_holds_its_code_and_changes_with_it(tmp_path):
     (tmp_path / "envs" / "room.py").write_text("DOORS = 2\n")
     (tmp_path / "envs" / "notes.txt").write_text("not code")
     assert source_fingerprint.__wrapped__(tmp_path, ("envs", "loop.py")) == before
+
+
+def test_the_clones_fingerprint_covers_the_starting_policy_and_not_the_loop(tmp_path):
+    """An edit to the training loop keeps every cached clone; one to the code that builds a clone does not."""
+    import shutil
+
+    package = Path(gaca.__file__).parent
+    copy = tmp_path / "gaca"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = source_fingerprint.__wrapped__(copy, STARTING_POLICY_CODE)
+    assert before == source_fingerprint(package, STARTING_POLICY_CODE)
+    with open(copy / "backends" / "cpu" / "loop.py", "a") as loop:
+        loop.write("\n# an edit to the loop\n")
+    assert source_fingerprint.__wrapped__(copy, STARTING_POLICY_CODE) == before
+    for part in ("backends/cpu/start.py", "backends/cpu/seeds.py", "policy/bc.py"):
+        original = (copy / part).read_text()
+        (copy / part).write_text(original + "\n# an edit to what makes a clone\n")
+        assert source_fingerprint.__wrapped__(copy, STARTING_POLICY_CODE) != before, part
+        (copy / part).write_text(original)

@@ -5,7 +5,7 @@ from dataclasses import asdict
 import pytest
 
 from gaca.backends.config import BackendConfig, RunConfig, TrackingConfig, TrainerConfig
-from gaca.backends.entry import compose, resolve
+from gaca.compose import compose, resolve
 from gaca.estimators import AdvantageConfig
 from gaca.policy.config import ModelConfig
 

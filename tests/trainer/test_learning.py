@@ -14,7 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from gaca.backends.cpu.loop import train
-from gaca.backends.entry import CONF_DIR, validate
+from gaca.compose import CONF_DIR, validate
 from gaca.bench.testbed import CONSTRAINED
 
 pytestmark = pytest.mark.slow

@@ -2,7 +2,7 @@
 
 import re
 
-from gaca.backends.cpu.loop import PRIOR_CHECK_TASKS, initial_policy, prior_accuracy
+from gaca.backends.cpu.start import PRIOR_CHECK_TASKS, initial_policy, prior_accuracy
 from gaca.envs import make_family
 
 

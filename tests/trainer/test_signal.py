@@ -17,8 +17,8 @@ from gaca.contract import (
     DIAG_ZERO_ADV_FRAC as ZERO_ADVANTAGE_FRAC,
     SIGNAL_METRICS,
 )
-from gaca.backends.cpu.loop import _histogram_csv, sampled_token_mask, train
-from gaca.backends.cpu.rollout import Episode, Rollouts, StepRows
+from gaca.backends.cpu.loop import _histogram_csv, train
+from gaca.backends.cpu.rollout import Episode, Rollouts, StepRows, sampled_token_mask
 from gaca.backends.cpu.signal import batch_signal
 from gaca.estimators import AdvantageConfig, AdvantageOutput, compute_advantages
 

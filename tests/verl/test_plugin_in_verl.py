@@ -18,7 +18,7 @@ import verl  # noqa: E402  (loads gaca's plugin through the verl.plugins entry p
 from verl.trainer.ppo import core_algos, ray_trainer  # noqa: E402
 
 from gaca.backends.verl import DIAGNOSTICS_KEY, register_estimators  # noqa: E402
-from gaca.backends.verl.registration import ESTIMATORS  # noqa: E402
+from gaca.backends.verl.registration import ADV_ESTIMATORS  # noqa: E402
 from gaca.estimators import AdvantageConfig  # noqa: E402
 
 METHODS = {"gaca": "gaca", "gigpo": "gigpo", "gaca_grpo": "grpo"}
@@ -158,7 +158,7 @@ def test_registered_estimator_called_without_the_batch_says_how_to_get_it(layout
 def test_verls_own_estimators_are_untouched_and_registration_is_idempotent():
     assert core_algos.get_adv_estimator_fn("grpo") is core_algos.compute_grpo_outcome_advantage
     register_estimators(core_algos)
-    for name, estimator in ESTIMATORS.items():
+    for name, estimator in ADV_ESTIMATORS.items():
         assert core_algos.get_adv_estimator_fn(name) is estimator
 
 

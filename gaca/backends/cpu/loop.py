@@ -1,9 +1,7 @@
 """The group-rollout PPO loop (the paper's Algorithm 1 on the CPU backend). ``iteration`` is the
 algorithm (sample tasks, roll out G episodes each, estimate advantages, update); ``train`` is the
-scaffolding around it (the MLflow run, resume, evaluation, checkpoints, timers).
-
-Every random draw of iteration i comes from generators seeded by (seed, i, purpose), so a run
-resumed from the checkpoint after iteration i repeats exactly what an uninterrupted run does.
+scaffolding around it (the MLflow run, resume, evaluation, checkpoints, timers). The starting
+policy is ``gaca.backends.cpu.start``'s; every random draw comes from ``gaca.backends.cpu.seeds``.
 """
 
 from __future__ import annotations
@@ -23,79 +21,19 @@ from gaca import contract
 from gaca.backends.config import RunConfig
 from gaca.backends.cpu.checkpoint import load_checkpoint, save_checkpoint
 from gaca.backends.cpu.garbage_collector import relaxed_gc
-from gaca.backends.cpu.ppo import UpdateStats, pad_rows, ppo_update
+from gaca.backends.cpu.ppo import UpdateStats, ppo_update
 from gaca.backends.cpu.progress import Progress
-from gaca.backends.cpu.rollout import Rollouts, StepRows, collect_rollouts
+from gaca.backends.cpu.rollout import Rollouts, collect_rollouts, pad_rows, sampled_token_mask
+from gaca.backends.cpu.seeds import PURPOSE_EVAL, PURPOSE_ROLLOUT, PURPOSE_TASKS, PURPOSE_UPDATE, seed_for
 from gaca.backends.cpu.signal import batch_signal
 from gaca.backends.lifecycle import OpenRun, Stopped, finishing, open_or_skip
 from gaca.backends.result import TrainResult
-from gaca.envs import EnvFamily, PriorChoice, make_family
+from gaca.backends.cpu.start import initial_policy, prior_accuracy
+from gaca.envs import EnvFamily, make_family
 from gaca.estimators import AdvantageOutput, compute_advantages, mean_token_nll
-from gaca.policy.bc import behaviour_clone, cached_policy, choice_probabilities, collect_demos
+from gaca.estimators.registry import ESTIMATORS
 from gaca.policy.model import Policy
-from gaca.policy.prompt import observation_prompt
 from gaca.tracking.run import RunLogger
-
-PURPOSE_TASKS, PURPOSE_ROLLOUT, PURPOSE_UPDATE, PURPOSE_EVAL = 1, 2, 3, 4
-PRIOR_CHECK_TASKS = 256
-"""Training tasks whose prior choices decide whether the prior stage goes on (``trainer.bc.prior_max_steps``)."""
-PRIOR_TOLERANCE = 0.05
-"""The prior stage stops once every pivot is right at least ``prior_accuracy`` minus this."""
-
-
-def seed_for(seed: int, iteration: int, purpose: int) -> int:
-    return int(np.random.SeedSequence([seed, iteration, purpose]).generate_state(1)[0])
-
-
-def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy:
-    """The starting policy: the seeded random init, or its behaviour clone (cached by config)."""
-    vocabulary = sorted(family.vocabulary())
-    key = run.starting_policy()
-    if key is None:
-        return Policy.create(run.model, vocabulary, seed=run.seed)
-
-    def build() -> Policy:
-        policy = Policy.create(run.model, vocabulary, seed=run.seed)
-        bc = run.trainer.bc
-        rng = np.random.default_rng(seed_for(run.seed, 0, PURPOSE_TASKS))
-        tasks = rng.choice(family.train_task_ids, size=bc.episodes, replace=bc.episodes > len(family.train_task_ids))
-        demos = collect_demos(
-            family.make, [int(t) for t in tasks], noise=bc.noise, config=run.model, max_steps=family.horizon, seed=run.seed
-        )
-        behaviour_clone(policy, demos, bc.steps, bc.lr, bc.batch_size, run.seed)
-        prior = family.prior_demonstrations() if bc.prior_steps else []
-        if prior:  # the walk's demonstrations stay in the data: trained on first actions alone, the clone forgets the walk
-            prompts = [(choice_prompt(choice, run), action) for choice, action in prior]
-            check = family.prior_choices(family.train_task_ids[:PRIOR_CHECK_TASKS])
-            losses = behaviour_clone(
-                policy, prompts + demos, bc.prior_steps, bc.prior_lr, bc.batch_size, run.seed,
-                more=lambda: prior_accuracy(policy, check, run) < family.prior_accuracy - PRIOR_TOLERANCE,
-                max_steps=bc.prior_max_steps,
-            )
-            reached = prior_accuracy(policy, check, run)
-            print(
-                f"gaca train: prior stage: {len(losses)} updates, right {reached:.2f} of the time at the weakest pivot "
-                f"(target {family.prior_accuracy:.2f})",
-                file=sys.stderr,
-            )
-        return policy
-
-    return cached_policy(cache_dir, key, build)
-
-
-def choice_prompt(choice: PriorChoice, run: RunConfig) -> str:
-    return observation_prompt(choice.observation, list(choice.history), run.model)
-
-
-def prior_accuracy(policy: Policy, choices: list[PriorChoice], run: RunConfig) -> float:
-    """How often ``policy`` is right at ``choices``: the mean probability of the right option among the
-    choice's options, lowest over the pivots (errand: the object, the end of the route)."""
-    probabilities = choice_probabilities(
-        policy, [choice_prompt(c, run) for c in choices], [(c.right, *c.wrong) for c in choices]
-    )
-    pivots = sorted({c.pivot for c in choices})
-    return min(float(np.mean([p for p, c in zip(probabilities, choices) if c.pivot == pivot])) for pivot in pivots)
-
 
 def evaluate(policy: Policy, family: EnvFamily, run: RunConfig, iteration: int) -> Rollouts:
     """``eval_episodes_per_task`` episodes per held-out task at the evaluation temperature (the same
@@ -136,16 +74,6 @@ def log_evaluation(logger: RunLogger, rollouts: Rollouts, iteration: int) -> Non
     text = transcripts_text(rollouts)
     if text:
         logger.log_text(text, contract.transcripts_artifact(iteration))
-
-
-def sampled_token_mask(rows: StepRows, width: int) -> torch.Tensor:
-    """[N, width] 1 for the response tokens the policy actually sampled from its distribution, 0 for
-    padding and for tokens that constrained decoding forced (a single allowed continuation, log-prob
-    0): H_t of Eq. 4 is the mean NLL of the sampled tokens only, so that it does not shrink with the
-    length of an action's forced tail."""
-    if rows.allowed is None:
-        return pad_rows([[1.0] * len(r) for r in rows.logprobs], width)
-    return pad_rows([[float(len(options) > 1) for options in row] for row in rows.allowed], width)
 
 
 @dataclass
@@ -305,7 +233,7 @@ def _train(run: RunConfig, opened: OpenRun, quiet: bool | None, stop_after: int 
                 raise Stopped(f"stopped after iteration {i}")
         if final_success is None:  # resumed after the last iteration's checkpoint
             final_success = evaluate(policy, family, run, trainer.iterations).success_rate
-        if run.algorithm.method == "gaca":
+        if ESTIMATORS.spec(run.algorithm.method).gated:
             logger.log_text(_histogram_csv(histogram), contract.CRITICALITY_HISTOGRAM)
         logger.log_metrics({contract.FINAL_EVAL_SUCCESS_RATE: final_success}, step=trainer.iterations)
     finally:

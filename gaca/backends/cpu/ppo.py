@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
 from gaca.backends.config import TrainerConfig
 from gaca.backends.cpu.losses import clipped_policy_loss, low_var_kl, masked_mean
-from gaca.backends.cpu.rollout import StepRows
+from gaca.backends.cpu.rollout import StepRows, pad_rows
 from gaca.estimators.tokens import broadcast_to_tokens
 from gaca.policy.logprobs import sequence_logprobs
 from gaca.policy.model import Policy
-
-
-def pad_rows(values: Sequence[Sequence[float]], width: int) -> torch.Tensor:
-    """[B, width] right-padded with 0."""
-    return torch.tensor([list(v) + [0.0] * (width - len(v)) for v in values], dtype=torch.float32)
 
 
 @dataclass

@@ -37,6 +37,21 @@ class StepRows:
         return len(self.reward)
 
 
+def pad_rows(values: Sequence[Sequence[float]], width: int) -> torch.Tensor:
+    """[B, width] right-padded with 0."""
+    return torch.tensor([list(v) + [0.0] * (width - len(v)) for v in values], dtype=torch.float32)
+
+
+def sampled_token_mask(rows: StepRows, width: int) -> torch.Tensor:
+    """[N, width] 1 for the response tokens the policy actually sampled from its distribution, 0 for
+    padding and for tokens that constrained decoding forced (a single allowed continuation, log-prob
+    0): H_t of Eq. 4 is the mean NLL of the sampled tokens only, so that it does not shrink with the
+    length of an action's forced tail."""
+    if rows.allowed is None:
+        return pad_rows([[1.0] * len(r) for r in rows.logprobs], width)
+    return pad_rows([[float(len(options) > 1) for options in row] for row in rows.allowed], width)
+
+
 @dataclass
 class Episode:
     task_id: int

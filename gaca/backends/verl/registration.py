@@ -53,9 +53,11 @@ def _registered_estimator(name: str) -> Callable[..., tuple[torch.Tensor, torch.
     return estimator
 
 
-ESTIMATORS: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = {
+ADV_ESTIMATORS: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = {
     name: _registered_estimator(name) for name in ESTIMATOR_METHODS
 }
+"""verl's ``algorithm.adv_estimator`` name -> the function registered with verl under it (``gaca``'s own
+estimators by ``algorithm.method`` are ``gaca.estimators.registry.ESTIMATORS``)."""
 
 
 def register_estimators(core_algos: ModuleType) -> None:
@@ -67,7 +69,7 @@ def register_estimators(core_algos: ModuleType) -> None:
         ValueError: naming each clashing name and its current owner.
     """
     clashes = {}
-    for name, estimator in ESTIMATORS.items():
+    for name, estimator in ADV_ESTIMATORS.items():
         try:
             owner = core_algos.get_adv_estimator_fn(name)
         except ValueError:  # not registered
@@ -81,7 +83,7 @@ def register_estimators(core_algos: ModuleType) -> None:
             "Uninstall the other plugin, or keep verl from loading one of the two with "
             "VERL_USE_EXTERNAL_PLUGINS=<comma-separated plugin names to load> (or =none)."
         )
-    for name, estimator in ESTIMATORS.items():
+    for name, estimator in ADV_ESTIMATORS.items():
         core_algos.register_adv_est(name)(estimator)
 
 

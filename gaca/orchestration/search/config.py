@@ -8,7 +8,7 @@ from typing import Mapping
 
 from omegaconf import OmegaConf
 
-from gaca.backends.entry import CONF_DIR
+from gaca.compose import CONF_DIR
 from gaca.contract import SEEDS
 
 SEARCH_DIR = CONF_DIR / "search"
