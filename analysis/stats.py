@@ -4,8 +4,8 @@ Conventions as in rliable: interval estimates by bootstrap, stratified over seed
 evaluation tasks; the probability of improvement from the Mann-Whitney U statistic. rliable itself
 does not import with pandas 3 (FACTS.md), so these use scipy.stats and numpy directly.
 
-A single cell's interval is a bootstrap over seeds and tasks. A difference between two cells
-(``Level``, ``half_width``) is a t interval, and its power is that of the same t test.
+A single cell's mean and a difference between two cells get a t interval (``Level``,
+``half_width``); a difference's power is that of the same t test.
 
 Why t and not the bootstrap for a difference: with n seeds the percentile bootstrap shrinks the
 seed-level spread by sqrt((n - 1) / n) and uses normal quantiles, so with 3 seeds its paired
