@@ -104,7 +104,7 @@ class CellResult:
     def interval(self, measure: str = "final", confidence: float = stats.CONFIDENCE) -> tuple[float, float]:
         """The t interval of the mean over seeds (n - 1 degrees of freedom), never narrower than
         the task-level one, as a difference's (``stats.half_width``): the percentile bootstrap over
-        seeds and tasks covered too rarely with 3 seeds (tests/analysis/test_coverage.py). NaN
+        seeds and tasks covered 81-97% with 3 seeds (tests/analysis/test_coverage.py). NaN
         with one seed."""
         values = self.values(measure)
         if self.n == 0 or np.isnan(values).any():
