@@ -11,12 +11,14 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis import stats
+from analysis import sequential, stats
 from analysis.blocks import DEFAULT_CONFIG, MAIN, METHOD_LABELS, Block, Variant, get_block
 from analysis.cells import CellKey, CellResult, Comparison, Plan, compare
 from analysis.latex import escape
 
 HOLDS, CONTRADICTED, INCONCLUSIVE, MISSING = "holds", "contradicted", "inconclusive", "missing runs"
+EQUIVALENT = sequential.EQUIVALENT
+"""A sequential design's verdict on "a > b" whose repeated interval lies inside the margin."""
 MARGIN_POINTS = 100 * stats.EQUIVALENCE_MARGIN
 VERDICT_RULE = f"""\
 Verdict rule for a claim "a > b" (every claim is one or more of these):
@@ -62,6 +64,8 @@ class Claim:
     notes: list[str] = field(default_factory=list)
     comparisons: list[tuple[str, Comparison]] = field(default_factory=list)
     """Each comparison behind the verdict, named ``a − b``, for the power table."""
+    kinds: list[str] = field(default_factory=list)
+    """Per comparison, what it tests: ``sequential.GREATER`` ("a > b") or ``sequential.NO_GAIN`` (TOST)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,9 @@ def combine(verdicts: Sequence[str]) -> str:
         return CONTRADICTED
     if MISSING in verdicts:
         return MISSING
-    return HOLDS if all(verdict == HOLDS for verdict in verdicts) else INCONCLUSIVE
+    if all(verdict == HOLDS for verdict in verdicts):
+        return HOLDS
+    return EQUIVALENT if EQUIVALENT in verdicts else INCONCLUSIVE
 
 
 def greater(comparison: Comparison) -> str:
@@ -166,16 +172,19 @@ class _Check:
     numbers: list[str]
     verdicts: list[str] = field(default_factory=list)
     comparisons: list[tuple[str, Comparison]] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
 
     def greater(self, a_name: str, a: CellResult, b_name: str, b: CellResult) -> None:
         comparison = compare(a, b)
         self.verdicts.append(greater(comparison))
+        self.kinds.append(sequential.GREATER)
         self._add(comparison, a_name, b_name)
 
     def no_gain(self, a_name: str, a: CellResult, b_name: str, b: CellResult) -> None:
         comparison = compare(a, b)
         verdict, detail = no_gain(comparison)
         self.verdicts.append(verdict)
+        self.kinds.append(sequential.NO_GAIN)
         self._add(comparison, a_name, b_name, detail)
 
     def _add(self, comparison: Comparison, a_name: str, b_name: str, detail: str = "") -> None:
@@ -184,7 +193,7 @@ class _Check:
         self.comparisons.append((f"{a_name} − {b_name}", comparison))
 
     def claim(self, statement: str, notes: Sequence[str] = ()) -> Claim:
-        return Claim(statement, combine(self.verdicts), self.numbers, list(notes), self.comparisons)
+        return Claim(statement, combine(self.verdicts), self.numbers, list(notes), self.comparisons, self.kinds)
 
 
 def ordered(statement: str, named: Sequence[tuple[str, CellResult]]) -> Claim:
@@ -297,6 +306,7 @@ def main_order(evidence: Evidence) -> Claim:
     notes: list[str] = []
     verdicts = []
     comparisons = []
+    kinds: list[str] = []
     for env, scale in evidence.plan.settings(MAIN):
         named = [
             (f"{METHOD_LABELS[m]} {env}/{scale}", evidence.cells[evidence.plan.cell(MAIN.variant(m), env, scale)])
@@ -309,9 +319,10 @@ def main_order(evidence: Evidence) -> Claim:
         notes += claim.notes
         verdicts.append(claim.verdict)
         comparisons += claim.comparisons
+        kinds += claim.kinds
     if not verdicts:
         notes.append("no setting has runs")
-    return Claim(statement, combine(verdicts), numbers, notes, comparisons)
+    return Claim(statement, combine(verdicts), numbers, notes, comparisons, kinds)
 
 
 def gate_in_linear_regime(evidence: Evidence) -> Claim:

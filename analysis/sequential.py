@@ -227,7 +227,9 @@ class Schedule:
         if looks_made == 0:
             return 0.0
         alpha = self.spent_level if kind == GREATER else 2 * self.spent_level
-        deciding = self.fractions[self.deciding()[:looks_made]]
+        made = self.deciding()
+        made[looks_made:] = False
+        deciding = self.fractions[made]
         return float(spending(self.spending)(deciding[-1:], alpha)[0]) if deciding.size else 0.0
 
     def tag(self) -> str:
