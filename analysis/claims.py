@@ -46,7 +46,14 @@ Mann-Whitney p of that ranking: 0.89 with 3 against 3 seeds is p = 0.10. It is n
 that a is the better method. Power: the smallest difference the comparison detects at 80% power and
 alpha 0.05 with the seeds it has, and the seeds a 3- and a 5-point difference need, from the
 measured seed- and task-level variance (power of the same t test, noncentral t; with 3 seeds the
-variance itself is uncertain)."""
+variance itself is uncertain).
+
+A block run with `gaca sweep BLOCK --until-decided` is judged by its sequential design instead
+(stated above the table when its runs carry one): each comparison by its repeated confidence
+interval at the look that decided it (or the last look made), at that look's level, so that over
+all looks a false "holds" or "contradicted" stays at 5%; a comparison "a > b" whose interval lies
+inside the margin is **equivalent**, and so is a claim with an equivalent part and none
+contradicted."""
 LAMBDA_TOLERANCE = 0.01
 """How far the mean lambda may sit from lambda0 and still "equal" it (clamping moves it slightly)."""
 CLAMP_LIMIT = 0.01

@@ -25,8 +25,9 @@ degrees of freedom), never narrower than the task-level one. All K intervals cov
 difference together with probability 1 - alpha, so any rule that stops on what they show keeps
 the error rate: a comparison "a > b" is decided ``HOLDS`` / ``CONTRADICTED`` when its interval
 lies above / below zero, ``EQUIVALENT`` when it lies inside (-margin, +margin). A "does not help"
-comparison (two one-sided tests) uses the intervals of level 1 - 2 alpha (5% per side) and holds
-when the interval lies below +margin, is contradicted when it lies above it.
+comparison (two one-sided tests) uses the boundaries of twice the level (5% per side, twice the
+calibrated level below) and holds when the interval lies below +margin, is contradicted when it lies
+above it.
 
 **Small n.** The t quantile at the look's nominal level is the usual correction for an estimated
 variance, but it assumes normal seed effects. With a learn-or-collapse seed effect (two-valued: a
