@@ -6,6 +6,9 @@ nothing is written to MLflow. Then the MLflow store and experiment are created o
 race to create an SQLite store), the runs are listed with their state, the runs to run are
 dispatched and waited for, and a summary ends it. A failed run does not stop the others; the
 exit status is 1 when any failed, and the summary names each with its traceback and log.
+
+``--until-decided`` runs the block in rounds of seeds until its claims are decided
+(``gaca.orchestration.sequential``).
 """
 
 from __future__ import annotations
