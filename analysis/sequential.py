@@ -289,7 +289,7 @@ def decide(low: np.ndarray, high: np.ndarray, kind: str, margin: float) -> np.nd
 
 
 @dataclass(frozen=True)
-class Run:
+class Stopped:
     """The sequential procedure on simulated or measured arrays: per replicate, the look it stopped
     at (index, or the last), the decision, the seeds used and the interval it stopped with."""
 
@@ -302,7 +302,7 @@ class Run:
 
 def run_sequential(
     differences: np.ndarray, task_variance: np.ndarray, tasks: float, schedule: Schedule, kind: str = GREATER
-) -> Run:
+) -> Stopped:
     """The procedure on per-seed paired differences ``differences`` (replicates x max seeds) with
     each seed's task-level variance of its mean difference (the within-seed variance of its
     per-task differences over its ``tasks``; ``stats.task_level``), same shape: looks in order,
@@ -325,7 +325,7 @@ def run_sequential(
         low[stop], high[stop] = (estimate - half)[stop], (estimate + half)[stop]
         open_ &= ~stop
     seeds = np.asarray(schedule.looks)[look]
-    return Run(look, decision, seeds, low, high)
+    return Stopped(look, decision, seeds, low, high)
 
 
 def run_fixed(differences: np.ndarray, task_variance: np.ndarray, tasks: float, alpha: float = stats.ALPHA, margin: float = stats.EQUIVALENCE_MARGIN, kind: str = GREATER) -> np.ndarray:
