@@ -7,7 +7,7 @@ as in any sweep), then the block's claims are replayed look by look at the desig
 remain and the seeds left are printed, and the block stops when nothing remains.
 
 The design (``analysis.sequential.Schedule``) is written once as the experiment tag
-``gaca.sequential.<block>[.<hash of the run overrides>]`` before the first round; a rerun with
+``gaca.sequential.<block>[.<hash of the run overrides, where runs log aside>]`` before the first round; a rerun with
 another design is refused, so a killed sweep continues from the seeds already logged with the
 schedule it started with. Every run of the block is tagged ``gaca.sequential.<block>`` with the
 design after its round (a tag: the run key does not change).
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from gaca.orchestration.plan import PlannedRun
 
 EXIT_INVALID = 2
+PLACEMENT_KEYS = ("tracking.", "output_dir=")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,8 +72,10 @@ def design(args: argparse.Namespace) -> Schedule:
 def store_key(block: str, run_overrides: list[str]) -> str:
     """The experiment tag that holds a block's design: one per block and command-line overrides."""
     key = f"{TAG_SEQUENTIAL}.{block}"
-    if run_overrides:
-        key += "." + hashlib.sha256(" ".join(sorted(run_overrides)).encode()).hexdigest()[:8]
+    # Where runs log and write is no part of what they are (nor of their run key).
+    identity = sorted(o for o in run_overrides if not o.lstrip("+~").startswith(PLACEMENT_KEYS))
+    if identity:
+        key += "." + hashlib.sha256(" ".join(identity).encode()).hexdigest()[:8]
     return key
 
 

@@ -63,3 +63,11 @@ def test_a_block_runs_in_rounds_until_decided_and_resumes_with_its_design(tmp_pa
     assert other.returncode == 2
     assert "this block was started with the design 'looks=2,3;" in other.stderr and "nothing was launched" in other.stderr
     assert len(logged_runs(uri)) == 9
+
+
+def test_the_design_is_stored_per_block_and_run_overrides_but_not_per_place():
+    from gaca.orchestration.sequential import store_key
+
+    assert store_key("detector", []) == store_key("detector", ["tracking.uri=sqlite:///a.db", "output_dir=/b"])
+    assert store_key("detector", ["env=shop"]) == store_key("detector", ["output_dir=/b", "env=shop"])
+    assert store_key("detector", ["env=shop"]) != store_key("detector", []) != store_key("lambda0", [])
