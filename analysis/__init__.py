@@ -6,7 +6,12 @@ Modules, in the order data flows through them:
   labelled and ordered here); which configurations form each table cell (``gaca.contract.canonical``).
 - ``collect``: MLflow -> tidy pandas frames (runs, metric curves, per-task evaluation outcomes).
 - ``cells``: which runs fill which cell (status, duplicates, other configurations, seeds) and the selected scores.
-- ``stats``: small pure functions (mean/std over seeds, stratified bootstrap, probability of improvement).
+- ``stats``: small pure functions (mean/std over seeds, t intervals floored by the task level,
+  power, probability of improvement).
+- ``sequential``: the group-sequential design over seeds (alpha spending, boundaries, repeated
+  intervals, decisions, calibration); ``sequential_sim``: the simulated experiments it is calibrated
+  and checked on; ``sequential_claims``: the design replayed on a block's claims;
+  ``sequential_bench``: its error rates and power (``python -m analysis.sequential_bench``).
 - ``tables``, ``figures``, ``claims``: the paper's artifacts from the cell results.
 - ``latex``: ``report.tex`` and its compilation with latexmk.
 - ``report``: the ``gaca report`` command.

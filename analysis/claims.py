@@ -11,13 +11,15 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis import stats
+from analysis import sequential, stats
 from analysis.blocks import DEFAULT_CONFIG, Block, Variant, get_block, report_blocks
 from analysis.cells import CellKey, CellResult, Comparison, Plan, compare
 from analysis.latex import escape
 from gaca.estimators.registry import claimed_order, estimator_label
 
 HOLDS, CONTRADICTED, INCONCLUSIVE, MISSING = "holds", "contradicted", "inconclusive", "missing runs"
+EQUIVALENT = sequential.EQUIVALENT
+"""A sequential design's verdict on "a > b" whose repeated interval lies inside the margin."""
 MARGIN_POINTS = 100 * stats.EQUIVALENCE_MARGIN
 VERDICT_RULE = f"""\
 Verdict rule for a claim "a > b" (every claim is one or more of these):
@@ -45,7 +47,14 @@ Mann-Whitney p of that ranking: 0.89 with 3 against 3 seeds is p = 0.10. It is n
 that a is the better method. Power: the smallest difference the comparison detects at 80% power and
 alpha 0.05 with the seeds it has, and the seeds a 3- and a 5-point difference need, from the
 measured seed- and task-level variance (power of the same t test, noncentral t; with 3 seeds the
-variance itself is uncertain)."""
+variance itself is uncertain).
+
+A block run with `gaca sweep BLOCK --until-decided` is judged by its sequential design instead
+(stated above the table when its runs carry one): each comparison by its repeated confidence
+interval at the look that decided it (or the last look made), at that look's level, so that over
+all looks a false "holds" or "contradicted" stays at 5%; a comparison "a > b" whose interval lies
+inside the margin is **equivalent**, and so is a claim with an equivalent part and none
+contradicted."""
 LAMBDA_TOLERANCE = 0.01
 """How far the mean lambda may sit from lambda0 and still "equal" it (clamping moves it slightly)."""
 CLAMP_LIMIT = 0.01
@@ -63,6 +72,8 @@ class Claim:
     notes: list[str] = field(default_factory=list)
     comparisons: list[tuple[str, Comparison]] = field(default_factory=list)
     """Each comparison behind the verdict, named ``a − b``, for the power table."""
+    kinds: list[str] = field(default_factory=list)
+    """Per comparison, what it tests: ``sequential.GREATER`` ("a > b") or ``sequential.NO_GAIN`` (TOST)."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +97,9 @@ def combine(verdicts: Sequence[str]) -> str:
         return CONTRADICTED
     if MISSING in verdicts:
         return MISSING
-    return HOLDS if all(verdict == HOLDS for verdict in verdicts) else INCONCLUSIVE
+    if all(verdict == HOLDS for verdict in verdicts):
+        return HOLDS
+    return EQUIVALENT if EQUIVALENT in verdicts else INCONCLUSIVE
 
 
 def greater(comparison: Comparison) -> str:
@@ -167,16 +180,19 @@ class _Check:
     numbers: list[str]
     verdicts: list[str] = field(default_factory=list)
     comparisons: list[tuple[str, Comparison]] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
 
     def greater(self, a_name: str, a: CellResult, b_name: str, b: CellResult) -> None:
         comparison = compare(a, b)
         self.verdicts.append(greater(comparison))
+        self.kinds.append(sequential.GREATER)
         self._add(comparison, a_name, b_name)
 
     def no_gain(self, a_name: str, a: CellResult, b_name: str, b: CellResult) -> None:
         comparison = compare(a, b)
         verdict, detail = no_gain(comparison)
         self.verdicts.append(verdict)
+        self.kinds.append(sequential.NO_GAIN)
         self._add(comparison, a_name, b_name, detail)
 
     def _add(self, comparison: Comparison, a_name: str, b_name: str, detail: str = "") -> None:
@@ -185,7 +201,7 @@ class _Check:
         self.comparisons.append((f"{a_name} − {b_name}", comparison))
 
     def claim(self, statement: str, notes: Sequence[str] = ()) -> Claim:
-        return Claim(statement, combine(self.verdicts), self.numbers, list(notes), self.comparisons)
+        return Claim(statement, combine(self.verdicts), self.numbers, list(notes), self.comparisons, self.kinds)
 
 
 def ordered(statement: str, named: Sequence[tuple[str, CellResult]]) -> Claim:
@@ -299,6 +315,7 @@ def main_order(evidence: Evidence) -> Claim:
     notes: list[str] = []
     verdicts = []
     comparisons = []
+    kinds: list[str] = []
     main = report_blocks().main
     for env, scale in evidence.plan.settings(main):
         named = [
@@ -312,9 +329,10 @@ def main_order(evidence: Evidence) -> Claim:
         notes += claim.notes
         verdicts.append(claim.verdict)
         comparisons += claim.comparisons
+        kinds += claim.kinds
     if not verdicts:
         notes.append("no setting has runs")
-    return Claim(statement, combine(verdicts), numbers, notes, comparisons)
+    return Claim(statement, combine(verdicts), numbers, notes, comparisons, kinds)
 
 
 def gate_in_linear_regime(evidence: Evidence) -> Claim:

@@ -66,7 +66,7 @@ def load_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:
 
     Columns: ``run_id, status, start_time, artifact_uri, final`` (``final/eval_success_rate`` or NaN),
     one column per ``gaca.*`` tag (``run_key, block, method, env, scale, seed, git_commit``; None
-    when absent) and ``params.<dotted key>`` for every param, parsed. Raises ``LookupError`` naming
+    when absent), ``sequential`` (block -> look schedule, from the ``gaca.sequential.<block>`` tags) and ``params.<dotted key>`` for every param, parsed. Raises ``LookupError`` naming
     the known experiments when ``experiment`` does not exist. Runs of other experiments are never read.
     """
     found = client.get_experiment_by_name(experiment)
@@ -81,7 +81,7 @@ def load_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:
         page_token = page.token
         if not page_token:
             break
-    columns = ["run_id", "status", "start_time", "artifact_uri", "final", *TAG_COLUMNS.values()]
+    columns = ["run_id", "status", "start_time", "artifact_uri", "final", *TAG_COLUMNS.values(), "sequential"]
     frame = pd.DataFrame(rows)
     if frame.empty:
         return pd.DataFrame(columns=columns)
@@ -104,6 +104,8 @@ def _run_row(run: mlflow.entities.Run) -> dict[str, object]:
             value = params.get(TAG_FALLBACK_PARAMS[column])
         row[column] = parse_param(value) if column == "seed" and isinstance(value, str) else value
     row["seed"] = row["seed"] if isinstance(row["seed"], int) and not isinstance(row["seed"], bool) else None
+    prefix = contract.TAG_SEQUENTIAL + "."
+    row["sequential"] = {tag[len(prefix) :]: value for tag, value in run.data.tags.items() if tag.startswith(prefix)}
     row.update({PARAM_PREFIX + key: value for key, value in params.items()})
     return row
 

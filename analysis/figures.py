@@ -138,7 +138,7 @@ def learning_curves(
 
 
 def seed_points(plan: Plan, block: Block, cells: Mapping[CellKey, CellResult], folder: Path, stem: str) -> list[Path]:
-    """Every seed's score beside each row's mean and 95% bootstrap interval: final success and the
+    """Every seed's score beside each row's mean and 95% t interval (``CellResult.interval``): final success and the
     area under the evaluation curve side by side for each setting, two settings to a row."""
     settings = _block_settings(plan, block, cells)
     if not settings:

@@ -20,13 +20,13 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 from urllib.parse import urlparse
 
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from analysis import cells, claims, collect, figures, horizon, latex, tables
+from analysis import cells, claims, collect, figures, horizon, latex, sequential_claims, tables
 from analysis.blocks import Block, environment_label, report_blocks, scale_label
 from analysis.cells import CellKey, CellResult, Plan
 from gaca.estimators.registry import ESTIMATORS
@@ -171,8 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out
     for name in generated():
         (out / name).unlink(missing_ok=True)
-    written, figures_shown, skipped, checked = write_artifacts(plan, runs, args.selection, out)
-    summary = summary_lines(args, plan, runs)
+    replays, design_notes = sequential_claims.designs(plan, runs.results, runs.ledger, runs.diagnostics)
+    design = [line for name, replay in replays.items() for line in replay.design_lines(name)] + design_notes
+    written, figures_shown, skipped, checked = write_artifacts(plan, runs, args.selection, out, replays, design)
+    summary = summary_lines(args, plan, runs) + design
     tex = out / "report.tex"
     tex.write_text(report_tex(summary, skipped, written, figures_shown, checked, out))
     written.append(tex)
@@ -218,10 +220,12 @@ def report_horizon(args: argparse.Namespace) -> int:
 
 
 def write_artifacts(
-    plan: Plan, runs: Runs, selection: str, out: Path
+    plan: Plan, runs: Runs, selection: str, out: Path,
+    replays: Mapping[str, sequential_claims.Replay] | None = None, design: Sequence[str] = (),
 ) -> tuple[list[Path], list[FigureSpec], list[str], list[claims.Claim]]:
     """Tables, figures, claims.md and runs.csv; returns the paths written, the figures drawn, what
-    was left out (each with why) and the checked claims."""
+    was left out (each with why) and the checked claims. The claims of a block with a sequential
+    design (``replays``) take its verdicts, and ``design`` (what the design did) heads claims.md."""
     written = tables.write_tables(plan, runs.results, runs.diagnostics, selection, out / "tables")
     skipped = [
         f"Table {TABLE_NUMBERS[stem]}: skipped, {why}"
@@ -239,7 +243,9 @@ def write_artifacts(
             skipped.append(f"{spec.name}: skipped, {spec.missing}")
 
     checked = claims.check(claims.Evidence(plan, runs.results, runs.diagnostics))
-    header = _claims_header(plan, runs.results, selection)
+    adjusted = {claim.statement: claim for replay in (replays or {}).values() for claim in replay.claims}
+    checked = [adjusted.get(claim.statement, claim) for claim in checked]
+    header = _claims_header(plan, runs.results, selection) + list(design)
     (out / "claims.md").write_text(claims.markdown(checked, header, efficiency))
     written.append(out / "claims.md")
     if checked:
@@ -272,7 +278,7 @@ def figure_specs(plan: Plan, runs: Runs, efficiency: pd.DataFrame | None, folder
                 block_stem("seeds", block),
                 f"{block.name}: seeds",
                 r"Each seed's final success and area under the evaluation curve (dots) beside the row's mean "
-                r"(diamond) and 95\% bootstrap interval.",
+                r"(diamond) and 95\% $t$ interval over seeds (never narrower than the task-level one).",
                 f"no run of the {block.name} block",
                 lambda block=block: figures.seed_points(plan, block, results, folder, block_stem("seeds", block)),
             ),

@@ -1,11 +1,12 @@
 """Small pure statistics over seeds and evaluation tasks.
 
-Conventions as in rliable: interval estimates by bootstrap, stratified over seeds and the held-out
-evaluation tasks; the probability of improvement from the Mann-Whitney U statistic. rliable itself
+Conventions as in rliable where they hold with few seeds: the probability of improvement from the
+Mann-Whitney U statistic; intervals are t intervals over seeds floored by the held-out evaluation
+tasks (rliable's stratified bootstrap under-covers with 3 seeds, see below). rliable itself
 does not import with pandas 3 (docs/dependencies.md), so these use scipy.stats and numpy directly.
 
-A single cell's interval is a bootstrap over seeds and tasks. A difference between two cells
-(``Level``, ``half_width``) is a t interval, and its power is that of the same t test.
+A single cell's mean and a difference between two cells get a t interval (``Level``,
+``half_width``); a difference's power is that of the same t test.
 
 Why t and not the bootstrap for a difference: with n seeds the percentile bootstrap shrinks the
 seed-level spread by sqrt((n - 1) / n) and uses normal quantiles, so with 3 seeds its paired
@@ -33,7 +34,6 @@ import scipy.optimize
 import scipy.stats
 
 CONFIDENCE = 0.95
-RESAMPLES = 2000
 ALPHA = 0.05
 POWER = 0.8
 DETECTION_TARGETS = (0.03, 0.05)
@@ -52,51 +52,6 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
         return float("nan"), float("nan")
     std = float(values.std(ddof=1)) if values.size > 1 else float("nan")
     return float(values.mean()), std
-
-
-def task_bootstrap(
-    task_values: Sequence[np.ndarray], rng: np.random.Generator, resamples: int = RESAMPLES
-) -> np.ndarray:
-    """Bootstrap distribution of the mean over seeds of per-task values: resample seeds, then tasks
-    within each seed.
-
-    ``task_values[s]`` holds seed s's value per evaluation task (any length >= 1): one cell's
-    success per task, or the paired differences of two cells on the same tasks, in which case
-    seeds and tasks are resampled jointly for both cells. Each of the ``resamples`` draws picks as
-    many seeds as there are, with replacement, then for each picked seed as many of its tasks, with
-    replacement, and averages the per-seed means. Returns shape ``(resamples,)``.
-    scipy.stats.bootstrap resamples one level only, hence numpy here.
-
-    Resampling n tasks only matters through how often each distinct value is drawn, a
-    multinomial, so those counts are drawn directly: exact, and independent of the task count.
-    """
-    if len(task_values) == 0 or min(len(values) for values in task_values) == 0:
-        raise ValueError("task_bootstrap needs at least one seed and one task per seed")
-    seeds = len(task_values)
-    picked = rng.integers(seeds, size=(resamples, seeds))  # (draws, seed slots)
-    slot_means = np.empty((resamples, seeds))
-    for seed, per_task in enumerate(task_values):
-        values, counts = np.unique(np.asarray(per_task, dtype=float), return_counts=True)
-        slots = picked == seed
-        drawn = rng.multinomial(counts.sum(), counts / counts.sum(), size=int(slots.sum()))
-        slot_means[slots] = drawn @ values / counts.sum()
-    return slot_means.mean(axis=1)
-
-
-def seed_bootstrap(values: Sequence[float], rng: np.random.Generator, resamples: int = RESAMPLES) -> np.ndarray:
-    """Bootstrap distribution of the mean over seeds (one value per seed), via scipy.stats.bootstrap.
-
-    Used where no per-task outcomes exist (diagnostics, areas under the curve, runs without outcome
-    files); given per-seed differences of two cells it is the seed-paired bootstrap. Fewer than two
-    seeds give NaN draws: one seed says nothing about the spread.
-    """
-    values = np.asarray(values, dtype=float)
-    if values.size < 2 or np.isnan(values).any():
-        return np.full(resamples, np.nan)
-    result = scipy.stats.bootstrap(
-        (values,), np.mean, n_resamples=resamples, method="percentile", rng=rng, vectorized=True
-    )
-    return result.bootstrap_distribution
 
 
 def percentile_interval(draws: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:

@@ -18,7 +18,7 @@ BENCHMARKS = {
 # command -> (module with main(argv) -> int | None, one-line help)
 COMMANDS = {
     "train": ("gaca.backends.entry", "train one run: gaca train algorithm=gigpo env=shop seed=1 (Hydra overrides)"),
-    "sweep": ("gaca.orchestration.sweep", "run an ablation block: gaca sweep BLOCK [--dry-run] [overrides]"),
+    "sweep": ("gaca.orchestration.sweep", "run an ablation block: gaca sweep BLOCK [--dry-run] [--until-decided] [overrides]"),
     "status": ("gaca.orchestration.status", "what is done, running, failed or missing: gaca status [BLOCK]"),
     "search": ("gaca.orchestration.search", "Optuna search over the gate: gaca search gate [--trials N] [--workers K]"),
     "report": ("analysis.report", "LaTeX tables, figures and claims from MLflow: gaca report [BLOCK ...] [--out reports/]"),

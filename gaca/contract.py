@@ -123,6 +123,8 @@ TAG_GIT_COMMIT = "gaca.git_commit"
 TAG_STUDY = "gaca.study"
 TAG_TRIAL = "gaca.trial"
 TAG_TRIAL_STATE = "gaca.trial_state"
+TAG_SEQUENTIAL = "gaca.sequential"
+"""Prefix: ``gaca.sequential.<block>`` holds the look schedule of that block's sequential design."""
 
 TAGS: Mapping[str, str] = {
     TAG_RUN_KEY: "16 hex digits of SHA-256 over canonical(config) (gaca.tracking.identity.run_key)",
@@ -136,6 +138,8 @@ TAGS: Mapping[str, str] = {
     TAG_STUDY: "search trials only: the Optuna study",
     TAG_TRIAL: "search trials only: the trial number",
     TAG_TRIAL_STATE: "search trials only: the trial's state as told to Optuna",
+    TAG_SEQUENTIAL: "prefix; gaca.sequential.BLOCK: the look schedule of `gaca sweep BLOCK --until-decided` "
+    "(analysis.sequential.Schedule.tag); also an experiment tag, the design the block was started with",
 }
 """Every tag a run may carry, with its meaning."""
 

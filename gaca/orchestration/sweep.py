@@ -6,6 +6,9 @@ nothing is written to MLflow. Then the MLflow store and experiment are created o
 race to create an SQLite store), the runs are listed with their state, the runs to run are
 dispatched and waited for, and a summary ends it. A failed run does not stop the others; the
 exit status is 1 when any failed, and the summary names each with its traceback and log.
+
+``--until-decided`` runs the block in rounds of seeds until its claims are decided
+(``gaca.orchestration.sequential``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from typing import TYPE_CHECKING
 from gaca.orchestration.blocks import ALL, block_names
 from gaca.orchestration.display import Progress, clock, describe_log, error_excerpt, last_iteration, table
 from gaca.orchestration.plan import DONE, LAUNCHED, RUNNING, PlannedRun
+from gaca.orchestration.sequential import SEQUENTIAL_FLAGS
+from gaca.orchestration.sequential import add_arguments as add_sequential_arguments
 from gaca.tracking.secrets import redact_text, redact_uri
 
 if TYPE_CHECKING:
@@ -45,6 +50,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("block", help="block name, `all`, or the path of a block file")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for every run, or for the launcher")
     parser.add_argument("--dry-run", action="store_true", help="list the runs and the compute; launch nothing")
+    add_sequential_arguments(parser)
     return parser.parse_intermixed_args(argv)
 
 
@@ -69,6 +75,10 @@ def main(argv: list[str]) -> int:
     except Exception as error:  # an unknown block or launcher, a bad hydra.* override
         print(f"gaca sweep: {redact_text(error)}", file=sys.stderr)
         return EXIT_INVALID
+    if args.until_decided or any(getattr(args, flag) is not None for flag in SEQUENTIAL_FLAGS):
+        from gaca.orchestration.sequential import run_until_decided
+
+        return run_until_decided(args, blocks, session, run_overrides)
     try:
         runs = plan_runs(blocks, run_overrides, session.compose)
     except InvalidRuns as error:

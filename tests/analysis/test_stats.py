@@ -35,40 +35,6 @@ def test_probability_of_improvement(better, worse, expected):
     assert stats.probability_of_improvement(better, worse) == pytest.approx(expected)
 
 
-def _seeds(rate: float, tasks: int, count: int = 3) -> list[np.ndarray]:
-    solved = int(round(rate * tasks))
-    return [np.r_[np.ones(solved), np.zeros(tasks - solved)] for _ in range(count)]
-
-
-def test_task_bootstrap_interval_contains_the_mean_and_shrinks_with_more_tasks():
-    widths = []
-    for tasks in (16, 64, 256):
-        task_success = _seeds(0.75, tasks)
-        low, high = stats.percentile_interval(stats.task_bootstrap(task_success, np.random.default_rng(0)))
-        assert low <= 0.75 <= high
-        widths.append(high - low)
-    assert widths[0] > widths[1] > widths[2] > 0
-
-
-def test_task_bootstrap_resamples_seeds_too():
-    # Every task identical within a seed: only the seed level can vary the mean.
-    task_success = [np.ones(10), np.zeros(10), np.ones(10)]
-    draws = stats.task_bootstrap(task_success, np.random.default_rng(1))
-    assert set(np.round(draws * 3).astype(int)) == {0, 1, 2, 3}
-    assert draws.mean() == pytest.approx(2 / 3, abs=0.02)
-
-
-def test_task_bootstrap_handles_seeds_with_different_task_counts():
-    draws = stats.task_bootstrap([np.ones(4), np.ones(9)], np.random.default_rng(2))
-    assert np.all(draws == 1.0)
-
-
-def test_seed_bootstrap_needs_two_seeds():
-    assert np.isnan(stats.seed_bootstrap([0.5], np.random.default_rng(0))).all()
-    low, high = stats.percentile_interval(stats.seed_bootstrap([0.4, 0.5, 0.6], np.random.default_rng(0)))
-    assert 0.4 <= low <= 0.5 <= high <= 0.6
-
-
 def test_the_levels_of_a_mean_over_seeds():
     # Seed means 0.5, 1, 0: sample variance 0.25 (n - 1 = 2 df). Task variances 1/3, 0, 0 (ddof = 1),
     # mean 1/9, over 4 tasks: 1/36 per seed, with 3 df per seed.
@@ -141,13 +107,6 @@ def test_improvement_p_value_is_the_one_sided_exact_mann_whitney(better, worse, 
 def test_mean_half_width_is_the_t_interval():
     assert stats.mean_half_width(np.array([0.1]), 3)[0] == pytest.approx(4.302653 * 0.1 / math.sqrt(3), rel=1e-6)
     assert np.isnan(stats.mean_half_width(np.array([0.1]), 1)).all()
-
-
-def test_task_bootstrap_of_paired_differences_resamples_seeds_and_tasks_jointly():
-    # Every seed: one task of four gains a success. A draw's mean is Binomial(8, 1/4) / 8 over two seeds.
-    draws = stats.task_bootstrap([np.array([1, 0, 0, 0]), np.array([0, 0, 1, 0])], np.random.default_rng(3), 20_000)
-    counts = np.bincount(np.round(draws * 8).astype(int), minlength=9) / draws.size
-    assert counts == pytest.approx(scipy.stats.binom.pmf(range(9), 8, 0.25), abs=0.01)
 
 
 @pytest.mark.parametrize(

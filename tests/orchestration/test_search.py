@@ -9,6 +9,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from omegaconf import OmegaConf
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
@@ -63,7 +64,9 @@ def test_a_study_prunes_cancels_continues_and_takes_up_a_left_trial(tmp_path: Pa
         params={key: low for key, (low, _) in space.items()}, distributions=distributions,
         value=1.0, intermediate_values={0: 1.0, 10: 1.0, 20: 1.0, 30: 1.0},
     ))
-    common = ["--study", "gate-test", "--storage", storage, "--workers", "1", "search.seeds=[0,1]", *TINY]
+    common = [
+        "--study", "gate-test", "--storage", storage, "--workers", "1", "search.seeds=[0,1]", "search.confirm.seeds=0", *TINY,
+    ]
     # Long enough to be still running when the pruner says stop, however fast the machine trains and
     # however late a loaded machine starts the other seed's job (400 ran out once under a full suite).
     long_iterations = 5000
@@ -106,3 +109,49 @@ def test_a_study_prunes_cancels_continues_and_takes_up_a_left_trial(tmp_path: Pa
     assert [row["state"] for row in history] == ["COMPLETE", "PRUNED", "COMPLETE"]
     assert "best_trial: 0" in (reports / "best.yaml").read_text()  # the seeded 1.0 stays the best
     assert (reports / "history.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_the_winners_are_confirmed_on_fresh_seeds_against_the_default_gate(tmp_path: Path):
+    # Two trials already complete (values 0.9 and 0.7 on seeds 0, 1): no new trial runs, the two
+    # finalists and the default gate train on fresh seeds 2 and 3, and best.yaml pairs them.
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    space = load_search("gate").space
+    distributions = {key: FloatDistribution(low, high) for key, (low, high) in space.items()}
+    study = optuna.create_study(study_name="confirm-test", storage=storage, direction="maximize")
+    params = [{key: low + share * (high - low) for key, (low, high) in space.items()} for share in (0.25, 0.75)]
+    for value, trial_params in zip((0.9, 0.7), params):
+        study.add_trial(create_trial(params=trial_params, distributions=distributions, value=value))
+    result = gaca(
+        "search", "gate", "--trials", "2", "--study", "confirm-test", "--storage", storage,
+        "search.seeds=[0,1]", "search.confirm.seeds=2", *TINY, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "confirming trials 0, 1 and the default gate on fresh seeds [2, 3]: 6 of 6 runs to train" in result.stdout
+    runs = logged_runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert sorted(int(run.tags["gaca.seed"]) for run in runs) == [2, 2, 2, 3, 3, 3]  # never a search seed
+
+    def finals(lambda0: float | None) -> list[float]:
+        chosen = [
+            run for run in runs
+            if (lambda0 is None and float(run.params["algorithm.lambda0"]) == 0.5 and float(run.params["algorithm.alpha_c"]) == 1.0)
+            or (lambda0 is not None and float(run.params["algorithm.lambda0"]) == pytest.approx(lambda0))
+        ]
+        return [run.history["final/eval_success_rate"][0][1] for run in sorted(chosen, key=lambda r: r.tags["gaca.seed"])]
+
+    best = OmegaConf.load(tmp_path / "reports" / "search" / "confirm-test" / "best.yaml")
+    first, second = best.confirmation.finalists
+    assert (first.trial, second.trial) == (0, 1) and list(first.fresh_seeds) == [2, 3]
+    fresh, default = finals(params[0]["algorithm.lambda0"]), finals(None)
+    assert first.fresh_mean == pytest.approx(sum(fresh) / 2)
+    assert first.difference_vs_default == pytest.approx(sum(fresh) / 2 - sum(default) / 2)
+    assert first.selection_bias == pytest.approx(0.9 - sum(fresh) / 2)
+    low, high = first.difference_interval_95
+    assert low <= first.difference_vs_default <= high
+    assert "selection bias" in result.stdout
+    # A rerun trains nothing more.
+    again = gaca(
+        "search", "gate", "--trials", "2", "--study", "confirm-test", "--storage", storage,
+        "search.seeds=[0,1]", "search.confirm.seeds=2", *TINY, cwd=tmp_path,
+    )
+    assert again.returncode == 0 and "0 of 6 runs to train" in again.stdout

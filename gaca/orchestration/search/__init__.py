@@ -15,8 +15,14 @@ their runs resuming from their checkpoints (runs are found by ``gaca.run_key`` l
 Every run of a trial carries the tags ``gaca.study`` and ``gaca.trial``; the best parameters and
 the optimisation history are written to ``reports/search/<study>/``.
 
+The best trial's mean is a maximum over noisy trials, biased upward: after the study the best and
+the runner-up train again on fresh seeds beside the default gate (``confirm``), and ``best.yaml``
+gives their paired difference from it with its interval, next to the search's own mean, and the
+selection bias between the two.
+
 The package by job: ``cli`` (the command line), ``config`` (the search config, a trial's runs),
-``loop`` (ask/tell), ``progress`` (the runs' curves from MLflow, pruning), ``reports``.
+``loop`` (ask/tell), ``progress`` (the runs' curves from MLflow, pruning), ``confirm`` (the winners on
+fresh seeds), ``reports``.
 """
 
 from gaca.orchestration.search.cli import main

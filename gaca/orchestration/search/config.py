@@ -36,6 +36,10 @@ class SearchConfig:
     pruner_warmup_steps: int
     space: Mapping[str, tuple[float, float]]
     reports: Path
+    confirm_trials: int = 2
+    """The best complete trials re-run on fresh seeds after the study (``search.confirm``)."""
+    confirm_seeds: int = 3
+    """Fresh seeds each finalist and the default gate train on; 0: no confirmation."""
 
     @property
     def report_dir(self) -> Path:
@@ -75,7 +79,14 @@ def load_search(
         pruner_warmup_steps=raw["pruner"]["n_warmup_steps"],
         space=space,
         reports=Path(raw["reports"]),
+        confirm_trials=raw["confirm"]["trials"],
+        confirm_seeds=raw["confirm"]["seeds"],
     )
+    if config.confirm_trials < 1 or config.confirm_seeds < 0:
+        raise ValueError(
+            f"search.confirm.trials must be >= 1 and search.confirm.seeds >= 0, got {config.confirm_trials}, "
+            f"{config.confirm_seeds}"
+        )
     if config.trials < 1 or config.workers < 1 or not config.seeds:
         raise ValueError(
             "--trials and --workers must be >= 1 and seeds non-empty, "

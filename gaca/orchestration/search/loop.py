@@ -31,8 +31,8 @@ class Search:
         self.search = search
         self.session = session
         self.run_overrides = run_overrides
-        self.uri, experiment = tracking_of([sample_run])
-        self.experiment_id = prepare_store(self.uri, experiment)
+        self.uri, self.experiment = tracking_of([sample_run])
+        self.experiment_id = prepare_store(self.uri, self.experiment)
         self.reader = RunReader(MlflowClient(tracking_uri=self.uri), self.experiment_id, search.study)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.study = optuna.create_study(
@@ -76,7 +76,25 @@ class Search:
             print("\ninterrupted: jobs cancelled; rerun the same command to continue the study", file=sys.stderr)
             write_reports(self.search, self.study)
             return 130
-        write_reports(self.search, self.study, plot=True)
+        return self.confirm()
+
+    def confirm(self) -> int:
+        """The finalists on fresh seeds against the default gate, into best.yaml."""
+        from gaca.orchestration.search.confirm import confirm, fresh_seeds
+
+        try:
+            confirmed = confirm(self.search, self.study, self.session, self.run_overrides, self.uri, self.experiment)
+        except KeyboardInterrupt:
+            print("\ninterrupted during confirmation; rerun the same command to finish it", file=sys.stderr)
+            write_reports(self.search, self.study)
+            return 130
+        except RuntimeError as error:
+            print(f"gaca search: confirmation: {error}", file=sys.stderr)
+            write_reports(self.search, self.study, plot=True)
+            return 1
+        for finalist in confirmed:
+            print(f"[{self.clock()}] confirmed {finalist.line()}")
+        write_reports(self.search, self.study, plot=True, confirmed=confirmed, fresh=fresh_seeds(self.search))
         return 0
 
     def room_for_a_trial(self) -> bool:

@@ -4,15 +4,21 @@ trial) and, at the end, the optimisation history plot, in ``reports/search/<stud
 from __future__ import annotations
 
 import csv
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from omegaconf import OmegaConf
 
 from gaca.orchestration.search.config import SearchConfig
 
+if TYPE_CHECKING:
+    from gaca.orchestration.search.confirm import Confirmed
 
-def write_reports(search: SearchConfig, study: Any, plot: bool = False) -> None:
-    """``best.yaml`` (the best trial's overrides) and ``history.csv`` (every trial); the plot at the end."""
+
+def write_reports(
+    search: SearchConfig, study: Any, plot: bool = False, confirmed: Sequence[Confirmed] = (), fresh: Sequence[int] = ()
+) -> None:
+    """``best.yaml`` (the best trial's overrides, and the finalists ``confirmed`` on the ``fresh``
+    seeds with the selection bias) and ``history.csv`` (every trial); the plot at the end."""
     from optuna.trial import TrialState
 
     folder = search.report_dir
@@ -41,6 +47,13 @@ def write_reports(search: SearchConfig, study: Any, plot: bool = False) -> None:
             "overrides": " ".join(f"{k}={v!r}" for k, v in best.params.items()),
             "trials": {state.name.lower(): sum(t.state == state for t in trials) for state in TrialState},
         }
+        if confirmed:
+            summary["confirmation"] = {
+                "note": "the search's mean is a maximum over noisy trials (biased upward); each finalist re-ran on "
+                "fresh seeds beside the default gate: difference paired by seed, 95% t interval; "
+                "selection bias = search mean - fresh mean",
+                "finalists": [finalist.summary(fresh) for finalist in confirmed],
+            }
         (folder / "best.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(summary)))
     if plot and complete:
         import matplotlib

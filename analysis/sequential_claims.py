@@ -1,0 +1,191 @@
+"""The sequential design (``analysis.sequential``) applied to a block's claims: its looks replayed on
+the seeds the cells have, each comparison tested at each look's boundary until it is decided.
+
+A replay is a pure function of the cells and the stored ``Schedule``: ``gaca sweep BLOCK
+--until-decided`` replays after every round to decide whether to go on, and ``gaca report``
+replays to state the design and the adjusted verdicts, so both always agree. Look k uses each
+cell's seeds below n_k (the rounds run seeds 0, 1, ..., n_k - 1). A comparison decided at a look
+keeps that decision and that look's repeated interval.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from analysis import claims as claims_module
+from analysis.cells import CellKey, CellResult, Plan
+from analysis.claims import CONTRADICTED, EQUIVALENT, HOLDS, INCONCLUSIVE, MISSING, Claim, Evidence
+from analysis.sequential import CONTINUE, Schedule, decide, rci_half_width
+
+VERDICTS = {HOLDS: HOLDS, CONTRADICTED: CONTRADICTED, EQUIVALENT: EQUIVALENT, CONTINUE: INCONCLUSIVE}
+"""A comparison's sequential decision as a claim verdict (undecided: inconclusive)."""
+
+
+@dataclass(frozen=True)
+class Tested:
+    """One comparison of a claim as it stands: at the look that decided it, else the last look made."""
+
+    claim: str
+    name: str
+    """``a − b``."""
+    kind: str
+    look: int
+    """Index of the look it stands at."""
+    decided: bool
+    seeds: int
+    estimate: float
+    low: float
+    high: float
+    level: float
+    """The look's nominal two-sided level (the interval is at 1 - level)."""
+    decision: str
+
+    def line(self) -> str:
+        where = f"decided at look {self.look + 1}" if self.decided else f"undecided after look {self.look + 1}"
+        if self.level == 0:
+            shown = "no decision at this look (too few seeds)"
+        elif math.isnan(self.low):
+            shown = f"repeated {100 * (1 - self.level):.3g}% interval: none"
+        else:
+            shown = f"repeated {100 * (1 - self.level):.3g}% interval [{100 * self.low:+.2f}, {100 * self.high:+.2f}]"
+        return (
+            f"{self.name}: {100 * self.estimate:+.2f} pts, {shown} "
+            f"(n={self.seeds}; {self.kind}) → {self.decision}, {where}"
+        )
+
+
+@dataclass(frozen=True)
+class Replay:
+    schedule: Schedule
+    looks_made: int
+    tested: list[Tested]
+    claims: list[Claim]
+    """The block's claims at the last look made, their verdicts the sequential ones."""
+    seeds_per_cell: Mapping[str, int]
+
+    @property
+    def remaining(self) -> list[Tested]:
+        return [t for t in self.tested if not t.decided]
+
+    @property
+    def finished(self) -> bool:
+        """Every comparison decided, or the last look made."""
+        return (bool(self.tested) and not self.remaining) or self.looks_made == len(self.schedule.looks)
+
+    def design_lines(self, block: str) -> list[str]:
+        """What a report says about the design: looks made, alpha spent, seeds per cell, and each
+        comparison's decision with its look."""
+        s = self.schedule
+        decided = len(self.tested) - len(self.remaining)
+        spent = s.spent(self.looks_made)
+        seeds = ", ".join(f"{name} {n}" for name, n in self.seeds_per_cell.items())
+        lines = [
+            f"Sequential design of {block}: looks after {', '.join(map(str, s.looks))} seeds, {s.spending} "
+            f"alpha spending at alpha {s.alpha:g} (calibrated by simulation to spend {s.spent_level:.4f}), no "
+            f"decision before {s.min_deciding} seeds, margin ±{100 * s.margin:g} pts; {self.looks_made} of "
+            f"{len(s.looks)} looks made, alpha spent {spent:.4f}; {decided} of {len(self.tested)} comparisons "
+            f"decided{'' if self.remaining else ' (the block stopped)'}.",
+            f"Seeds per cell: {seeds}.",
+        ]
+        return lines + [t.line() for t in self.tested]
+
+
+def restrict(cell: CellResult, seeds: int) -> CellResult:
+    """``cell`` with only its seeds below ``seeds`` (and the expected seeds likewise)."""
+    keep = [i for i, seed in enumerate(cell.seeds) if seed < seeds]
+    tasks = None if cell.task_success is None else tuple(cell.task_success[i] for i in keep)
+    auc = None if cell.auc is None else cell.auc[keep]
+    return dataclasses.replace(
+        cell, run_ids=tuple(cell.run_ids[i] for i in keep), seeds=tuple(cell.seeds[i] for i in keep),
+        success=cell.success[keep], task_success=tasks, auc=auc, expected=tuple(s for s in cell.expected if s < seeds),
+    )
+
+
+def replay(
+    evidence: Evidence, functions: Sequence[Callable[[Evidence], Claim]], schedule: Schedule, names: Mapping[CellKey, str]
+) -> Replay:
+    """The looks of ``schedule`` that the cells have the seeds for, in order; ``functions`` make the
+    block's claims (``claims.CLAIMS``), ``names`` are the block's cells with their row names."""
+    # A look is made once every cell of the block has its seeds (a round cut short is not a look).
+    present = min((cell.n for key, cell in evidence.cells.items() if key in names), default=0)
+    looks_made = sum(n <= present for n in schedule.looks)
+    states: dict[tuple[str, str], Tested] = {}
+    last: list[Claim] = []
+    for k in range(looks_made):
+        n = schedule.looks[k]
+        restricted = dataclasses.replace(evidence, cells={key: restrict(cell, n) for key, cell in evidence.cells.items()})
+        last = [function(restricted) for function in functions]
+        for claim in last:
+            for (name, comparison), kind in zip(claim.comparisons, claim.kinds):
+                key = (claim.statement, name)
+                if key in states and states[key].decided:
+                    continue
+                level = float(schedule.levels(kind)[k])
+                half = rci_half_width(comparison.levels, comparison.seeds, level) if level > 0 else math.inf
+                low, high = comparison.estimate - half, comparison.estimate + half
+                made = str(decide(np.array([low]), np.array([high]), kind, schedule.margin)[0])
+                if claim.verdict == MISSING:
+                    made = CONTINUE
+                states[key] = Tested(
+                    claim.statement, name, kind, k, made != CONTINUE, comparison.seeds, comparison.estimate,
+                    low if math.isfinite(half) else math.nan, high if math.isfinite(half) else math.nan, level, made,
+                )
+    adjusted = [_adjust(claim, states) for claim in last]
+    seeds = {name: int(evidence.cells[key].n) for key, name in names.items() if key in evidence.cells}
+    return Replay(schedule, looks_made, list(states.values()), adjusted, seeds)
+
+
+def _adjust(claim: Claim, states: Mapping[tuple[str, str], Tested]) -> Claim:
+    """``claim`` with its verdict from the sequential decisions and a note per comparison."""
+    if claim.verdict == MISSING or not claim.comparisons:
+        return claim
+    tested = [states[(claim.statement, name)] for name, _ in claim.comparisons]
+    verdict = claims_module.combine([VERDICTS[t.decision] for t in tested])
+    notes = [*claim.notes, "sequential verdict (the fixed-n intervals above are not what decides it):"]
+    return dataclasses.replace(claim, verdict=verdict, notes=notes + [t.line() for t in tested])
+
+
+def block_claims(block: str) -> list[Callable[[Evidence], Claim]]:
+    """The claims that a block's comparisons make (``claims.CLAIMS`` naming only that block)."""
+    return [function for needs, function in claims_module.CLAIMS.values() if needs == (block,)]
+
+
+
+def decidable_blocks() -> list[str]:
+    """The blocks whose claims make comparisons (``block_claims`` is not empty)."""
+    return sorted({needs[0] for needs, _ in claims_module.CLAIMS.values() if len(needs) == 1})
+
+
+def designs(plan: Plan, results: Mapping[CellKey, CellResult], ledger: pd.DataFrame, diagnostics: pd.DataFrame) -> tuple[dict[str, Replay], list[str]]:
+    """Per requested block whose used runs all carry one design (``gaca.sequential.<block>``), its
+    replay; and a note for each block whose runs carry several or only some carry one (then its
+    claims keep the fixed-n intervals)."""
+    used = ledger.loc[ledger["reason"].isna()]
+    found: dict[str, Replay] = {}
+    notes: list[str] = []
+    for block in plan.blocks:
+        if not block_claims(block.name):
+            continue
+        env, scale = plan.settings(block)[0]
+        names = {plan.cell(variant, env, scale): variant.name for variant in block.variants}
+        members = used.loc[used["cell"].isin(list(names))]
+        tags = [(d or {}).get(block.name) if isinstance(d, dict) else None for d in members.get("sequential", [])]
+        designed = {tag for tag in tags if tag}
+        if not designed:
+            continue
+        if len(designed) > 1 or None in tags:
+            notes.append(
+                f"{block.name}: its runs carry {len(designed)} sequential design(s) and {tags.count(None)} none; "
+                "its claims use the fixed-n intervals"
+            )
+            continue
+        schedule = Schedule.from_tag(designed.pop())
+        evidence = Evidence(plan, results, diagnostics)
+        found[block.name] = replay(evidence, block_claims(block.name), schedule, names)
+    return found, notes

@@ -1,0 +1,238 @@
+"""``gaca sweep BLOCK --until-decided [--max-seeds N] [--margin M]``: run a block in rounds of seeds
+until every comparison its claims make is decided (``analysis.sequential``), or the budget is spent.
+
+Round k runs seeds 0 .. n_k - 1 of every cell of the block (the seeds already finished are skipped,
+as in any sweep), then the block's claims are replayed look by look at the design's boundaries
+(``analysis.sequential_claims``): the current repeated intervals, the boundary, which comparisons
+remain and the seeds left are printed, and the block stops when nothing remains.
+
+The design (``analysis.sequential.Schedule``) is written once as the experiment tag
+``gaca.sequential.<block>[.<hash of the run overrides, where runs log aside>]`` before the first round; a rerun with
+another design is refused, so a killed sweep continues from the seeds already logged with the
+schedule it started with. Every run of the block is tagged ``gaca.sequential.<block>`` with the
+design after its round (a tag: the run key does not change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from typing import TYPE_CHECKING, Any
+
+from gaca.contract import TAG_SEQUENTIAL
+
+if TYPE_CHECKING:
+    from analysis.sequential import Schedule
+    from analysis.sequential_claims import Replay
+    from gaca.orchestration.blocks import Block
+    from gaca.orchestration.plan import PlannedRun
+
+EXIT_INVALID = 2
+PLACEMENT_KEYS = ("tracking.", "output_dir=")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from analysis import sequential, stats
+
+    group = parser.add_argument_group("run until decided (group-sequential seeds, analysis/sequential.py)")
+    group.add_argument("--until-decided", action="store_true", help="run rounds of seeds until every claim comparison is decided")
+    group.add_argument("--max-seeds", type=int, help=f"seed budget per cell (default {sequential.MAX_SEEDS})")
+    group.add_argument(
+        "--margin", type=float, help=f"equivalence margin in points (default {100 * stats.EQUIVALENCE_MARGIN:g})"
+    )
+    group.add_argument("--first-round", type=int, help=f"seeds of the first round (default {sequential.FIRST_ROUND})")
+    group.add_argument("--round", type=int, help=f"seeds added per later round (default {sequential.ROUND})")
+    group.add_argument("--spending", choices=sorted(sequential.SPENDING), help="alpha spending (default obf)")
+
+
+SEQUENTIAL_FLAGS = ("max_seeds", "margin", "first_round", "round", "spending")
+
+
+def design(args: argparse.Namespace) -> Schedule:
+    """The schedule the flags ask for (uncalibrated); ValueError naming the flag when one is invalid."""
+    from analysis import sequential, stats
+
+    given = [f"--{flag.replace('_', '-')}" for flag in SEQUENTIAL_FLAGS if getattr(args, flag) is not None]
+    if given and not args.until_decided:
+        raise ValueError(f"{', '.join(given)} only go with --until-decided")
+    margin = stats.EQUIVALENCE_MARGIN if args.margin is None else args.margin / 100.0
+    if margin < 0:
+        raise ValueError(f"--margin must be >= 0 points, got {args.margin:g}")
+    first = sequential.FIRST_ROUND if args.first_round is None else args.first_round
+    return sequential.Schedule.rounds(
+        sequential.MAX_SEEDS if args.max_seeds is None else args.max_seeds,
+        first,
+        sequential.ROUND if args.round is None else args.round,
+        spending=args.spending or sequential.DEFAULT_SPENDING,
+        margin=margin,
+    )
+
+
+def store_key(block: str, run_overrides: list[str]) -> str:
+    """The experiment tag that holds a block's design: one per block and command-line overrides."""
+    key = f"{TAG_SEQUENTIAL}.{block}"
+    # Where runs log and write is no part of what they are (nor of their run key).
+    identity = sorted(o for o in run_overrides if not o.lstrip("+~").startswith(PLACEMENT_KEYS))
+    if identity:
+        key += "." + hashlib.sha256(" ".join(identity).encode()).hexdigest()[:8]
+    return key
+
+
+def run_until_decided(
+    args: argparse.Namespace, blocks: list[Block], session: Any, run_overrides: list[str]
+) -> int:
+    """Validate, store the design, then the rounds; the exit status."""
+    from analysis.sequential_claims import block_claims, decidable_blocks
+    from gaca.orchestration.plan import InvalidRuns, plan_runs, tracking_of
+
+    try:
+        schedule = design(args)
+        if len(blocks) != 1:
+            raise ValueError("--until-decided runs one block at a time, not all")
+        block = blocks[0]
+        if not block_claims(block.name):
+            known = ", ".join(decidable_blocks())
+            raise ValueError(f"block {block.name!r} makes no claim comparisons to decide; --until-decided works for: {known}")
+        seeded = [o for o in run_overrides if o.split("=", 1)[0].lstrip("+~") == "seed"]
+        if seeded:
+            raise ValueError(f"--until-decided chooses the seeds itself; drop {seeded[0]}")
+    except ValueError as error:
+        print(f"gaca sweep: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        first = plan_runs(blocks, [*run_overrides, seeds_override(schedule.looks[0])], session.compose)
+        uri, experiment = tracking_of(first)
+    except (InvalidRuns, ValueError) as error:
+        print(f"gaca sweep: invalid run(s); nothing was launched:\n{error}", file=sys.stderr)
+        return EXIT_INVALID
+    print(f"calibrating the design by simulation ({schedule.tag()}) ...", flush=True)
+    schedule = schedule.calibrated()
+    key = store_key(block.name, run_overrides)
+    problem = stored_conflict(uri, experiment, key, schedule)
+    if problem:
+        print(f"gaca sweep: {problem}; nothing was launched", file=sys.stderr)
+        return EXIT_INVALID
+    print(design_text(schedule))
+    if args.dry_run:
+        from gaca.orchestration.sweep import execute
+
+        print(f"dry run: the first round ({schedule.looks[0]} seeds) is")
+        return execute(first, session, block.name, dry_run=True)
+    return rounds(block, schedule, key, session, run_overrides, uri, experiment)
+
+
+def seeds_override(seeds: int) -> str:
+    return "seed=" + ",".join(str(seed) for seed in range(seeds))
+
+
+def design_text(schedule: Schedule) -> str:
+    levels = schedule.levels()
+    boundary = ", ".join(
+        f"{n}: {'none (no decision yet)' if level == 0 else f'{100 * (1 - level):.3f}% interval'}"
+        for n, level in zip(schedule.looks, levels)
+    )
+    return (
+        f"sequential design: {schedule.spending} alpha spending, alpha {schedule.alpha:g} calibrated to spend "
+        f"{schedule.spent_level:.4f}, margin ±{100 * schedule.margin:g} pts; looks (seeds: repeated interval) {boundary}"
+    )
+
+
+def stored_conflict(uri: str, experiment: str, key: str, schedule: Schedule) -> str | None:
+    """Why the stored design forbids this one (another schedule under ``key``), or None."""
+    from mlflow.tracking import MlflowClient
+
+    from gaca.tracking.store import store_exists
+
+    if not store_exists(uri):
+        return None
+    found = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
+    stored = None if found is None else found.tags.get(key)
+    if stored is None or stored == schedule.tag():
+        return None
+    return (
+        f"this block was started with the design {stored!r} (experiment tag {key}); rerun with the same "
+        f"--max-seeds/--first-round/--round/--margin/--spending, not {schedule.tag()!r}"
+    )
+
+
+def rounds(
+    block: Block, schedule: Schedule, key: str, session: Any, run_overrides: list[str], uri: str, experiment: str
+) -> int:
+    from mlflow.tracking import MlflowClient
+
+    from gaca.orchestration.plan import plan_runs
+    from gaca.orchestration.sweep import execute
+    from gaca.tracking.store import prepare_store
+
+    experiment_id = prepare_store(uri, experiment)
+    client = MlflowClient(tracking_uri=uri)
+    if client.get_experiment(experiment_id).tags.get(key) is None:
+        client.set_experiment_tag(experiment_id, key, schedule.tag())
+    for k, seeds in enumerate(schedule.looks):
+        print(f"\n=== round {k + 1} of at most {len(schedule.looks)}: seeds 0-{seeds - 1} ===", flush=True)
+        runs = plan_runs([block], [*run_overrides, seeds_override(seeds)], session.compose)
+        status = execute(runs, session, block.name, dry_run=False)
+        if status:
+            print(f"gaca sweep: round {k + 1} did not finish (exit {status}); rerun the same command to continue", file=sys.stderr)
+            return status
+        tag_runs(client, uri, experiment, runs, block.name, schedule)
+        replay = evaluate(client, experiment, block.name, runs[0], schedule)
+        print(round_text(replay, block.name))
+        if replay.finished:
+            return 0
+    return 0
+
+
+def tag_runs(client: Any, uri: str, experiment: str, runs: list[PlannedRun], block: str, schedule: Schedule) -> None:
+    """Tag the finished runs of a round with the design (a tag: their run keys stay as they are)."""
+    from gaca.orchestration.plan import recorded_runs
+
+    recorded = recorded_runs(uri, experiment)
+    tag = f"{TAG_SEQUENTIAL}.{block}"
+    for run in runs:
+        record = recorded.get(run.key)
+        if record is not None and record.tags.get(tag) != schedule.tag():
+            client.set_tag(record.run_id, tag, schedule.tag())
+
+
+def evaluate(client: Any, experiment: str, block_name: str, sample: PlannedRun, schedule: Schedule) -> Replay:
+    """Replay the design on what the store holds for the block, at the setting its runs ran in."""
+    from analysis.blocks import get_block
+    from analysis.cells import Plan
+    from analysis.claims import Evidence
+    from analysis.report import read
+    from analysis.sequential_claims import block_claims, replay
+    from gaca.tracking.tags import scale
+
+    block = get_block(block_name)
+    plan = Plan((block,), env=sample.config.env.name, scale=scale(sample.config))
+    plan, runs = read(client, experiment, plan, "final", None)
+    env, where = plan.settings(block)[0]
+    names = {plan.cell(variant, env, where): variant.name for variant in block.variants}
+    evidence = Evidence(plan, runs.results, runs.diagnostics)
+    return replay(evidence, block_claims(block_name), schedule, names)
+
+
+def round_text(replay: Replay, block: str) -> str:
+    """After a round: each comparison's repeated interval at this look's boundary, what remains and the seeds left."""
+    schedule = replay.schedule
+    k = replay.looks_made - 1
+    seeds = schedule.looks[k] if k >= 0 else 0
+    lines = [f"look {k + 1} of {len(schedule.looks)} at {seeds} seeds:"]
+    lines += [f"  {t.line()}" for t in replay.tested]
+    left = schedule.max_seeds - seeds
+    remaining = replay.remaining
+    if not remaining:
+        lines.append(f"{block}: every comparison decided at {seeds} seeds per cell ({left} seeds of the budget unused); stopped")
+    elif replay.looks_made == len(schedule.looks):
+        lines.append(
+            f"{block}: the budget of {schedule.max_seeds} seeds is spent; {len(remaining)} of {len(replay.tested)} "
+            "comparisons remain undecided (inconclusive)"
+        )
+    else:
+        lines.append(
+            f"{block}: {len(remaining)} of {len(replay.tested)} comparisons remain ({', '.join(t.name for t in remaining)}); "
+            f"{left} seed(s) of the budget left, next look at {schedule.looks[k + 1]}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,73 @@
+"""`gaca sweep BLOCK --until-decided`: bad input refused in one line before anything exists; then a
+real block in rounds through the real CLI: decided at its last look, runs tagged with the design and
+keyed as a plain sweep's, a rerun continuing from the logged seeds, another design refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from gaca.orchestration import sweep
+
+from .conftest import TINY, gaca, logged_runs
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["detector", "--until-decided", "--margin", "-1"], "--margin must be >= 0 points, got -1"),
+        (["detector", "--until-decided", "--max-seeds", "2"], "--max-seeds must be at least the first round's 3 seeds, got 2"),
+        (["horizon", "--until-decided"], "block 'horizon' makes no claim comparisons to decide; --until-decided works for:"),
+        (["detector", "--max-seeds", "6"], "--max-seeds only go with --until-decided"),
+        (["detector", "--until-decided", "seed=0,1"], "--until-decided chooses the seeds itself; drop seed=0,1"),
+        (["all", "--until-decided"], "--until-decided runs one block at a time, not all"),
+    ],
+)
+def test_bad_input_is_one_line_before_anything_runs(workspace: Path, capsys, argv, message):
+    assert sweep.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert not (workspace / "mlflow.db").exists() and not (workspace / "multirun").exists()
+
+
+@pytest.mark.slow
+def test_a_block_runs_in_rounds_until_decided_and_resumes_with_its_design(tmp_path: Path):
+    # Looks after 2 and 3 seeds; the first may not decide (fewer than 5 seeds), the last always does.
+    # The tiny runs all score 0, so both "does not help" comparisons hold at look 2 (interval [0, 0]).
+    design = ["--until-decided", "--first-round", "2", "--round", "1", "--max-seeds", "3"]
+    result = gaca("sweep", "alpha_c", *design, *TINY, cwd=tmp_path, timeout=1500)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "=== round 1 of at most 2: seeds 0-1 ===" in out and "=== round 2 of at most 2: seeds 0-2 ===" in out
+    assert "look 1 of 2 at 2 seeds:" in out and "2 of 2 comparisons remain" in out
+    assert "alpha_c=0.7 − alpha_c=1: +0.00 pts, repeated 90% interval [+0.00, +0.00] (n=3; no gain) → holds, decided at look 2" in out
+    assert "alpha_c: every comparison decided at 3 seeds per cell" in out
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    runs = logged_runs(uri)
+    assert len(runs) == 9
+    tags = {run.tags["gaca.sequential.alpha_c"] for run in runs}
+    assert len(tags) == 1 and tags.pop().startswith("looks=2,3;spending=obf;")
+    experiment = MlflowClient(uri).get_experiment_by_name("gaca")
+    assert [key for key in experiment.tags if key.startswith("gaca.sequential.")]
+    # The tag leaves the run keys alone: a plain sweep of the same seeds finds every run done.
+    plain = gaca("sweep", "alpha_c", "seed=0,1,2", "--dry-run", *TINY, cwd=tmp_path)
+    assert "9 runs (9 done)" in plain.stdout, plain.stdout
+
+    again = gaca("sweep", "alpha_c", *design, *TINY, cwd=tmp_path)
+    assert again.returncode == 0 and "nothing to launch" in again.stdout
+    assert "every comparison decided at 3 seeds per cell" in again.stdout
+    other = gaca("sweep", "alpha_c", "--until-decided", "--max-seeds", "6", *TINY, cwd=tmp_path)
+    assert other.returncode == 2
+    assert "this block was started with the design 'looks=2,3;" in other.stderr and "nothing was launched" in other.stderr
+    assert len(logged_runs(uri)) == 9
+
+
+def test_the_design_is_stored_per_block_and_run_overrides_but_not_per_place():
+    from gaca.orchestration.sequential import store_key
+
+    assert store_key("detector", []) == store_key("detector", ["tracking.uri=sqlite:///a.db", "output_dir=/b"])
+    assert store_key("detector", ["env=shop"]) == store_key("detector", ["output_dir=/b", "env=shop"])
+    assert store_key("detector", ["env=shop"]) != store_key("detector", []) != store_key("lambda0", [])
