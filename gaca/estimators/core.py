@@ -7,6 +7,7 @@ operations on integer codes; nothing here loops over steps, trajectories or grou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 
@@ -72,9 +73,10 @@ def step_advantage(
     (``rules.singleton_zero``: ``singleton_fallback='zero'`` or ``conventions='verl_agent'``).
     """
     normalize = NORMS.get(config.norm)
-    size = torch.bincount(batch.anchor, minlength=batch.num_anchor_groups)[batch.anchor]
+    anchor = cast(torch.Tensor, batch.anchor)  # only estimators that need anchors call this: the batch has them
+    size = torch.bincount(anchor, minlength=batch.num_anchor_groups)[anchor]
     shared = size > 1
-    within_anchor = normalize(step_return, batch.anchor, batch.num_anchor_groups, config.eps)
+    within_anchor = normalize(step_return, anchor, batch.num_anchor_groups, config.eps)
     if rules.singleton_zero:
         fallback = torch.zeros_like(step_return)
     else:
@@ -196,8 +198,8 @@ def _cast(output: AdvantageOutput, dtype: torch.dtype) -> AdvantageOutput:
         return None if value is None else value.to(dtype)
 
     return AdvantageOutput(
-        advantages=cast(output.advantages),
-        episode=cast(output.episode),
+        advantages=output.advantages.to(dtype),
+        episode=output.episode.to(dtype),
         step_level=cast(output.step_level),
         lam=cast(output.lam),
         criticality=cast(output.criticality),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol, Sequence, cast
 
 from transformers import PreTrainedTokenizerBase
 
@@ -86,8 +86,11 @@ class PromptEncoder:
         head: list[int] = []
         tail: list[int] = []
         if getattr(tokenizer, "chat_template", None):
-            rendered = tokenizer.apply_chat_template(
-                [{"role": "user", "content": _CHAT_SENTINEL}], tokenize=False, add_generation_prompt=True
+            rendered = cast(  # tokenize=False renders the text
+                str,
+                tokenizer.apply_chat_template(
+                    [{"role": "user", "content": _CHAT_SENTINEL}], tokenize=False, add_generation_prompt=True
+                ),
             )
             head_text, tail_text = rendered.split(_CHAT_SENTINEL)
             head = tokenizer.encode(head_text, add_special_tokens=False)
