@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from typing import Any, cast
 
 from gaca.validation import check_bool, check_choice, check_int, reject_unknown
