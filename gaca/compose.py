@@ -5,7 +5,7 @@ into a ``RunConfig``. ``gaca train``, the orchestration, the search and the repo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
@@ -32,7 +32,7 @@ def compose(overrides: list[str]) -> DictConfig:
 def resolve(cfg: DictConfig) -> dict[str, Any]:
     """The composed config as plain data, Hydra's own node removed."""
     try:
-        resolved = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+        resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True))  # a config root is a mapping
     except MissingMandatoryValue as error:
         raise ConfigError(f"{error.full_key} is required (it has no default); set it with {error.full_key}=...") from None
     resolved.pop("hydra", None)

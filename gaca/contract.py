@@ -306,7 +306,7 @@ def resolved_knobs(env: Mapping[str, Any]) -> dict[str, Any]:
 
     knobs = {key: value for key, value in env["knobs"].items() if value is not None}
     try:
-        resolved = asdict(FAMILIES.get(env.get("name")).resolve_knobs(env.get("difficulty"), knobs))
+        resolved = asdict(FAMILIES.get(env["name"]).resolve_knobs(env["difficulty"], knobs))
     except (KeyError, ValueError, TypeError):
         return dict(env["knobs"])
     return {key: list(value) if isinstance(value, tuple) else value for key, value in resolved.items()}

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Collection, Iterable, Mapping
+from typing import Any, Collection, Iterator, Mapping, Protocol
 
 
 def check_int(key: str, value: object, low: int, high: float = math.inf, why: str = "") -> None:
@@ -24,7 +24,15 @@ def check_number(key: str, value: object, low: float, high: float, allowed: str,
         raise ValueError(f"{key} must be {allowed}, got {value!r}")
 
 
-def check_choice(key: str, value: object, allowed: Iterable[str]) -> None:
+class Choices(Protocol):
+    """What ``check_choice`` accepts: a tuple of names or a ``Registry``."""
+
+    def __contains__(self, value: object, /) -> bool: ...
+
+    def __iter__(self) -> Iterator[str]: ...
+
+
+def check_choice(key: str, value: object, allowed: Choices) -> None:
     """One of ``allowed`` (a tuple or a registry)."""
     if value not in allowed:
         raise ValueError(f"{key} must be one of {list(allowed)}, got {value!r}")

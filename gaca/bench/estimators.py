@@ -150,9 +150,9 @@ def time_round_robin(
             elif name.endswith(TENSOR_SUFFIX):
                 compute_advantages(config=config, **tensors)
             elif name.endswith(STRING_ANCHOR_SUFFIX):
-                anchors = np.array(fresh_strings(batch["anchor"]), dtype=object)
+                object_anchors = np.array(fresh_strings(batch["anchor"]), dtype=object)
                 start = time.perf_counter()
-                compute_advantages(config=config, **(tensors | {"anchor": anchors}))
+                compute_advantages(config=config, **(tensors | {"anchor": object_anchors}))
             else:
                 anchors = fresh_strings(batch["anchor"])
                 start = time.perf_counter()

@@ -21,9 +21,12 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import torch
+
+if TYPE_CHECKING:
+    from verl import DataProto
 
 TOLERANCE = 1e-5
 """Largest |CUDA - CPU| accepted on an advantage (float32 reductions run in another order on a GPU)."""
@@ -67,7 +70,9 @@ def estimator_rows(repeats: int) -> list[Row]:
     from gaca.estimators.registry import ESTIMATORS
 
     def on(device: str, columns: dict[str, list]) -> dict[str, Any]:
-        tensors = {key: torch.tensor(columns[key], device=device) for key in ("group", "traj", "step", "reward", "nll")}
+        tensors: dict[str, Any] = {
+            key: torch.tensor(columns[key], device=device) for key in ("group", "traj", "step", "reward", "nll")
+        }
         if "invalid" in columns:
             tensors.update(invalid=torch.tensor(columns["invalid"], device=device), invalid_penalty=0.1)
         return {**tensors, "anchor": columns["anchor"]}
@@ -99,9 +104,10 @@ def hook_rows(repeats: int) -> list[Row]:
     from gaca.backends.verl.layout import build_layout_batch
     from gaca.estimators.registry import verl_names
 
-    data = {}
+    data: dict[str, DataProto] = {}
     for device in ("cpu", "cuda"):
-        data[device] = build_layout_batch(num_tasks=16, group_size=8, max_steps=50, response_length=64, seed=0).data
+        layout = build_layout_batch(num_tasks=16, group_size=8, max_steps=50, response_length=64, seed=0)
+        data[device] = cast("DataProto", layout.data)  # a LayoutBatch holds a verl DataProto
         add_step_index(data[device], global_step=1)
         data[device] = data[device].to(device)
     rows = []
@@ -109,10 +115,21 @@ def hook_rows(repeats: int) -> list[Row]:
         algorithm = OmegaConf.create({"adv_estimator": name, "gamma": 1.0, "lam": 1.0, "gaca": {"conventions": "verl_agent"}})
 
         def plugin(device: str) -> torch.Tensor:  # overwrites the batch's advantages each call
-            return ray_trainer.compute_advantage(
-                data[device], adv_estimator=name, gamma=1.0, lam=1.0, num_repeat=8,
-                norm_adv_by_std_in_grpo=True, config=algorithm,
-            ).batch["advantages"].clone()
+            # verl's own trainer passes these as here: a plugin's name (no AdvantageEstimator member) and
+            # the algorithm's DictConfig node
+            return (
+                ray_trainer.compute_advantage(
+                    data[device],
+                    adv_estimator=name,  # type: ignore[arg-type]
+                    gamma=1.0,
+                    lam=1.0,
+                    num_repeat=8,
+                    norm_adv_by_std_in_grpo=True,
+                    config=algorithm,  # type: ignore[arg-type]
+                )
+                .batch["advantages"]
+                .clone()
+            )
 
         def verl_agent(device: str) -> torch.Tensor:
             return compute_batch_advantages(data[device], name, algorithm).batch["advantages"].clone()

@@ -61,7 +61,7 @@ def measure(name: str, overrides: list[str]) -> dict[str, tuple[float | None, fl
     """Train one run of testbed ``name``; metric -> (start value, trained value)."""
 
     def read(client: MlflowClient, run_id: str) -> dict[str, tuple[float | None, float | None]]:
-        values = {}
+        values: dict[str, tuple[float | None, float | None]] = {}
         for _, key in PROPERTIES:
             history = sorted(client.get_metric_history(run_id, key), key=lambda m: m.step)
             if not history:

@@ -12,7 +12,7 @@ import os
 import statistics
 import tempfile
 import time
-from typing import Callable, TypeVar
+from typing import Callable, TypeVar, cast
 
 from mlflow.tracking import MlflowClient
 
@@ -45,7 +45,7 @@ def train_in_temporary_store(overrides: list[str], read: Callable[[MlflowClient,
             start = time.perf_counter()
             result = train(run, resolved, quiet=True)
             wall = time.perf_counter() - start
-            return read(MlflowClient(uri), result.run_id), wall
+            return read(MlflowClient(uri), cast(str, result.run_id)), wall  # the run logged to this store
         finally:
             os.chdir(previous)
 

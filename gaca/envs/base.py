@@ -7,7 +7,7 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from gaca.envs.config import EnvConfig
 from gaca.envs.knobs import resolve_knobs
@@ -72,6 +72,8 @@ class Env(ABC):
     """One episode of one task. ``reset`` starts it; ``step`` raises once it is done."""
 
     task_id: int
+    observation: Observation
+    """The current observation: the one ``reset`` or the last ``step`` returned."""
 
     @abstractmethod
     def reset(self) -> Observation:
@@ -86,14 +88,19 @@ class Env(ABC):
         """The planner's next command from the current state; it finishes the task within the horizon."""
 
 
-class EnvFamily(ABC):
+TaskT = TypeVar("TaskT", bound=Hashable)
+EnvT = TypeVar("EnvT", bound=Env)
+
+
+class EnvFamily(ABC, Generic[TaskT, EnvT]):
     """A generator of tasks of one kind, split into training and held-out evaluation task ids.
 
     Task ids ``0 .. num_eval_tasks - 1`` are the evaluation tasks and the next ``num_train_tasks`` ids
     the training tasks. What a task id holds is drawn from ``cfg.seed`` and the id alone, so the split
     depends on the configuration only and every method and training seed meets the same tasks. A
     training task is redrawn while it equals an evaluation task (by ``task_signature``), so that
-    evaluation tasks are never seen in training.
+    evaluation tasks are never seen in training. ``TaskT`` is the family's task description and
+    ``EnvT`` its episode class.
     """
 
     default_horizon: ClassVar[int]
@@ -101,8 +108,10 @@ class EnvFamily(ABC):
     knob_presets: ClassVar[Mapping[str, Any]]
     """Difficulty name -> knob dataclass instance."""
 
-    prior_accuracy: float = 0.0
-    """How often the base policy is to be right at ``prior_choices`` (0: no prior stage)."""
+    @property
+    def prior_accuracy(self) -> float:
+        """How often the base policy is to be right at ``prior_choices`` (0: no prior stage)."""
+        return 0.0
 
     def prior_choices(self, task_ids: Iterable[int]) -> list[PriorChoice]:
         """The decisions of ``task_ids`` at which the behaviour clone gets a task-reading prior, as an
@@ -143,13 +152,13 @@ class EnvFamily(ABC):
         """The knobs of preset ``difficulty`` with ``overrides`` applied, validated by name."""
         return resolve_knobs(cls.knob_presets, difficulty, overrides)
 
-    def make(self, task_id: int) -> Env:
+    def make(self, task_id: int) -> EnvT:
         """A fresh episode object for ``task_id``; call ``reset`` before stepping it."""
         if isinstance(task_id, bool) or not isinstance(task_id, int) or task_id < 0:
             raise ValueError(f"task_id must be an int >= 0, got {task_id!r}")
         return self._episode(task_id, self.task(task_id))
 
-    def task(self, task_id: int) -> Hashable:
+    def task(self, task_id: int) -> TaskT:
         """The static description of task ``task_id`` (a frozen dataclass of the family)."""
         rng = random.Random(f"{self.cfg.name}/{self.cfg.seed}/{task_id}")
         task = self._generate(rng)
@@ -164,7 +173,7 @@ class EnvFamily(ABC):
             f"distinct tasks for num_eval_tasks={self.cfg.num_eval_tasks}: lower it or enlarge the knobs"
         )
 
-    def task_signature(self, task: Hashable) -> Hashable:
+    def task_signature(self, task: TaskT) -> Hashable:
         """What makes two tasks the same for the train/eval split (the whole task by default)."""
         return task
 
@@ -173,11 +182,11 @@ class EnvFamily(ABC):
         return frozenset(self.task_signature(self.task(t)) for t in self.eval_task_ids)
 
     @abstractmethod
-    def _generate(self, rng: random.Random) -> Hashable:
+    def _generate(self, rng: random.Random) -> TaskT:
         """Draw one task from ``rng`` (deterministic in the rng's state and the knobs)."""
 
     @abstractmethod
-    def _episode(self, task_id: int, task: Any) -> Env:
+    def _episode(self, task_id: int, task: TaskT) -> EnvT:
         """An episode object playing ``task``."""
 
     @abstractmethod

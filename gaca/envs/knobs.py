@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 
 class Knobs(Protocol):
     """A frozen dataclass of one family's knobs whose ``validate`` raises ``ValueError`` naming the knob."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # what makes it a dataclass to dataclasses.fields/replace
 
     def validate(self) -> None: ...
 

@@ -7,6 +7,7 @@ operations on integer codes; nothing here loops over steps, trajectories or grou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 
@@ -73,9 +74,10 @@ def step_advantage(
     With ``batch.weight`` (padding copies that count) a step and its copy are a group of two.
     """
     normalize = NORMALIZERS.get(config.norm)
-    size = segment_count(batch.anchor, batch.num_anchor_groups, step_return.dtype, batch.weight)[batch.anchor]
+    anchor = cast(torch.Tensor, batch.anchor)  # only estimators that need anchors call this: the batch has them
+    size = segment_count(anchor, batch.num_anchor_groups, step_return.dtype, batch.weight)[anchor]
     shared = size > 1
-    within_anchor = normalize(step_return, batch.anchor, batch.num_anchor_groups, config.eps, weight=batch.weight)
+    within_anchor = normalize(step_return, anchor, batch.num_anchor_groups, config.eps, weight=batch.weight)
     if rules.singleton_zero:
         fallback = torch.zeros_like(step_return)
     else:
@@ -204,8 +206,8 @@ def _cast(output: AdvantageOutput, dtype: torch.dtype) -> AdvantageOutput:
         return None if value is None else value.to(dtype)
 
     return AdvantageOutput(
-        advantages=cast(output.advantages),
-        episode=cast(output.episode),
+        advantages=output.advantages.to(dtype),
+        episode=output.episode.to(dtype),
         step_level=cast(output.step_level),
         lam=cast(output.lam),
         criticality=cast(output.criticality),

@@ -7,6 +7,8 @@ Appendix B.4. They are registered by name, with what each reads, in ``gaca.estim
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
 from gaca.estimators.batch import StepBatch
@@ -37,7 +39,8 @@ def fused_criticality(
 
 def entropy_detector(batch: StepBatch, step_return: torch.Tensor, config: AdvantageConfig) -> torch.Tensor:
     """The paper's detector: c from the step's mean token NLL (and the return change if alpha_c < 1)."""
-    return fused_criticality(batch.nll, step_return, batch, config.alpha_c)
+    nll = cast(torch.Tensor, batch.nll)  # its spec needs NLL, so the batch has it
+    return fused_criticality(nll, step_return, batch, config.alpha_c)
 
 
 def uniform_detector(batch: StepBatch, step_return: torch.Tensor, config: AdvantageConfig) -> torch.Tensor:
@@ -74,8 +77,10 @@ def leave_one_out_detector(batch: StepBatch, step_return: torch.Tensor, config: 
     A step alone in its anchor group gets its trajectory's mean H. The score then no longer
     depends on the step's own sampled action.
     """
-    count = torch.bincount(batch.anchor, minlength=batch.num_anchor_groups).to(batch.nll.dtype)[batch.anchor]
-    others_sum = segment_sum(batch.nll, batch.anchor, batch.num_anchor_groups)[batch.anchor] - batch.nll
-    trajectory_mean = segment_mean(batch.nll, batch.traj, batch.num_trajs)[batch.traj]
+    # its spec needs NLL and only gated estimators (which need anchors) run a detector: the batch has both
+    nll, anchor = cast(torch.Tensor, batch.nll), cast(torch.Tensor, batch.anchor)
+    count = torch.bincount(anchor, minlength=batch.num_anchor_groups).to(nll.dtype)[anchor]
+    others_sum = segment_sum(nll, anchor, batch.num_anchor_groups)[anchor] - nll
+    trajectory_mean = segment_mean(nll, batch.traj, batch.num_trajs)[batch.traj]
     others_mean = torch.where(count > 1, others_sum / (count - 1).clamp(min=1), trajectory_mean)
     return fused_criticality(others_mean.clamp(min=0), step_return, batch, config.alpha_c)

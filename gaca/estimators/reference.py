@@ -167,6 +167,8 @@ def reference_criticality(levels: ReferenceLevels, config: AdvantageConfig) -> l
     detector: DetectorSpec = DETECTORS.spec(config.detector)
     if detector.constant:
         return criticality
+    if detector.reference is None:
+        raise ValueError(f"detector {config.detector!r} has no loop reference (DetectorSpec.reference)")
     entropy = import_target(detector.reference)(levels)
     step_return = levels.step_return
     for rows in levels.rows_of_traj.values():

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 from gaca.validation import check_bool, check_choice, check_int, reject_unknown
 
@@ -80,12 +81,16 @@ class ModelConfig:
                     object.__setattr__(self, field, value)
             for field in SIZE_FIELDS:
                 _positive_int(field, getattr(self, field))
-            if self.hidden_size % self.num_heads or (self.hidden_size // self.num_heads) % 2:
+            # the preset filled the sizes left None and _positive_int checked them: each is an int here
+            hidden_size, num_heads, num_kv_heads = cast(
+                "tuple[int, int, int]", (self.hidden_size, self.num_heads, self.num_kv_heads)
+            )
+            if hidden_size % num_heads or (hidden_size // num_heads) % 2:
                 raise ValueError(
                     f"model.hidden_size ({self.hidden_size}) must be num_heads ({self.num_heads}) "
                     "times an even head size"
                 )
-            if self.num_heads % self.num_kv_heads:
+            if num_heads % num_kv_heads:
                 raise ValueError(
                     f"model.num_kv_heads ({self.num_kv_heads}) must divide num_heads ({self.num_heads})"
                 )
@@ -95,7 +100,7 @@ class ModelConfig:
         check_bool("model.show_admissible", self.show_admissible)
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> ModelConfig:
+    def from_dict(cls, values: Mapping[str, Any]) -> ModelConfig:
         """Build from a mapping (e.g. a Hydra node), rejecting unknown keys by name."""
         reject_unknown("model", values, [field.name for field in fields(cls)])
         return cls(**values)

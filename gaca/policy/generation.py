@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, cast
 
 import torch
 from transformers import Cache, PreTrainedModel
@@ -87,7 +87,7 @@ class ConstrainedDecoder(Decoder):
     def step(self, logits: torch.Tensor, temperature: float, generator: torch.Generator | None) -> torch.Tensor:
         device = logits.device
         active = [row for row, node in enumerate(self.nodes) if node is not None]
-        options = [self.nodes[row].allowed for row in active]
+        options = [node.allowed for node in self.nodes if node is not None]
         ids, valid = pad_allowed(options, device)  # [A, K]
         rows = torch.tensor(active, dtype=torch.long, device=device)
         scale = temperature if temperature > 0 else 1.0
@@ -103,7 +103,7 @@ class ConstrainedDecoder(Decoder):
         return tokens
 
     def _advance(self, row: int, token: int, logprob: float, allowed: list[int]) -> None:
-        node = self.nodes[row].children[token]
+        node = cast(TrieNode, self.nodes[row]).children[token]  # called for live rows only
         self.response_ids[row].append(token)
         self.logprobs[row].append(logprob)
         self.allowed[row].append(allowed)
@@ -111,7 +111,7 @@ class ConstrainedDecoder(Decoder):
             self.nodes[row] = node
         else:
             self.nodes[row] = None
-            self.actions[row] = node.command
+            self.actions[row] = cast(str, node.command)  # a leaf is reached by a command's eos, which sets it
 
     def _complete_forced(self) -> None:
         # Forced tokens have log-prob 0 under the renormalised distribution, so no forward pass is needed.
@@ -119,7 +119,7 @@ class ConstrainedDecoder(Decoder):
             return
         for row, node in enumerate(self.nodes):
             if node is not None:
-                for token in node.forced:
+                for token in cast(list[int], node.forced):  # the check above: no live row lacks it
                     self._advance(row, token, 0.0, [token])
         self.done = True
 
@@ -160,7 +160,8 @@ class FreeDecoder(Decoder):
             trie = self.tries[row] if self.tries is not None else None
             command = trie.command_for(ids) if trie is not None else None
             if command is None:
-                command = self.policy.tokenizer.decode(ids, skip_special_tokens=True).strip()
+                # decode gives one str for one sequence of ids (a list only for a batch of them)
+                command = cast(str, self.policy.tokenizer.decode(ids, skip_special_tokens=True)).strip()
             actions.append(command)
         return Generation(actions, self.response_ids, self.logprobs, prompt_ids, None)
 

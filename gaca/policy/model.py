@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, cast
 
 import torch
 from transformers import (
@@ -57,16 +57,23 @@ class Policy:
         device = resolve_device(config.device)
         dtype = _DTYPES[config.dtype]
         if config.name == "path":
-            tokenizer = load_tokenizer(config.path)
-            model = AutoModelForCausalLM.from_pretrained(config.path, dtype=dtype)
-            return cls(model.to(device), tokenizer, config)
+            path = cast(str, config.path)  # ModelConfig requires it for name='path'
+            tokenizer = load_tokenizer(path)
+            model: PreTrainedModel = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+            # transformers wraps PreTrainedModel.to in functools.wraps, which mypy cannot bind to an instance
+            return cls(model.to(device), tokenizer, config)  # type: ignore[arg-type]
         tokenizer = build_word_tokenizer(set(vocabulary) | template_vocabulary())
+        # ModelConfig filled the sizes left None from the preset and checked them: each is an int here
+        hidden_size, intermediate_size, num_layers, num_heads = cast(
+            "tuple[int, int, int, int]",
+            (config.hidden_size, config.intermediate_size, config.num_layers, config.num_heads),
+        )
         model_config = Qwen2Config(
             vocab_size=len(tokenizer),
-            hidden_size=config.hidden_size,
-            intermediate_size=config.intermediate_size,
-            num_hidden_layers=config.num_layers,
-            num_attention_heads=config.num_heads,
+            hidden_size=hidden_size,
+            intermediate_size=intermediate_size,
+            num_hidden_layers=num_layers,
+            num_attention_heads=num_heads,
             num_key_value_heads=config.num_kv_heads,
             # Rotary positions are computed on the fly, so this is nominal; it covers prompt plus command.
             max_position_embeddings=4 * (config.max_prompt_tokens + config.max_response_tokens),
@@ -79,7 +86,7 @@ class Policy:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = Qwen2ForCausalLM(model_config)
-        return cls(model.to(device=device, dtype=dtype), tokenizer, config)
+        return cls(model.to(device=device, dtype=dtype), tokenizer, config)  # type: ignore[call-arg]  # as above
 
     @classmethod
     def load(cls, directory: str | Path, device: str | None = None) -> Policy:
@@ -91,7 +98,7 @@ class Policy:
         config = ModelConfig.from_dict(values)
         tokenizer = load_tokenizer(directory)
         model = AutoModelForCausalLM.from_pretrained(directory, dtype=_DTYPES[config.dtype])
-        return cls(model.to(resolve_device(config.device)), tokenizer, config)
+        return cls(model.to(resolve_device(config.device)), tokenizer, config)  # type: ignore[arg-type]  # as in create
 
     def save(self, directory: str | Path) -> None:
         """Write weights, tokenizer and ``ModelConfig`` to ``directory`` (created if missing)."""

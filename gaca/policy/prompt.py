@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol, Sequence, cast
 
 from transformers import PreTrainedTokenizerBase
 
@@ -16,9 +16,12 @@ _CHAT_SENTINEL = "\x00gaca-prompt\x00"
 class ObservationLike(Protocol):
     """What the prompt needs from an environment's observation."""
 
-    task: str
-    text: str
-    admissible: Sequence[str]
+    @property
+    def task(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def admissible(self) -> Sequence[str]: ...
 
 
 def build_prompt(
@@ -86,8 +89,11 @@ class PromptEncoder:
         head: list[int] = []
         tail: list[int] = []
         if getattr(tokenizer, "chat_template", None):
-            rendered = tokenizer.apply_chat_template(
-                [{"role": "user", "content": _CHAT_SENTINEL}], tokenize=False, add_generation_prompt=True
+            rendered = cast(  # tokenize=False renders the text
+                str,
+                tokenizer.apply_chat_template(
+                    [{"role": "user", "content": _CHAT_SENTINEL}], tokenize=False, add_generation_prompt=True
+                ),
             )
             head_text, tail_text = rendered.split(_CHAT_SENTINEL)
             head = tokenizer.encode(head_text, add_special_tokens=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, cast
 
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
@@ -105,7 +105,7 @@ class TextEncoder:
             or any(not _SPLIT_DIFFERENTLY.isdisjoint(text) for text in texts)
         ):
             return self.tokenizer(texts, add_special_tokens=False)["input_ids"]
-        words = self._words
+        words = cast(dict[str, tuple[int, ...]], self._words)  # backend is set only when the memo is
         if len(words) > MAX_MEMO_WORDS:
             words.clear()
         encoded = []

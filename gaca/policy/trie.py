@@ -48,9 +48,10 @@ class CommandTrie:
         """The command spelled by ``response_ids`` (eos included), or None when they spell none."""
         node = self.root
         for token in response_ids:
-            node = node.children.get(token)
-            if node is None:
+            child = node.children.get(token)
+            if child is None:
                 return None
+            node = child
         return node.command
 
 

@@ -38,7 +38,7 @@ def default_cache_dir() -> Path:
 
 
 @FAMILIES.register("alfworld")
-class AlfworldFamily(EnvFamily):
+class AlfworldFamily(EnvFamily[HouseholdTask | Path, AlfworldEnv]):
     """ALFWorld's six task types played by ALFWorld's own engine; horizon 50 by default.
 
     With ``cfg.games_dir`` the tasks are the official games: evaluation task i is the i-th game of

@@ -24,7 +24,7 @@ _FIXED_TEXT = (
 
 
 @FAMILIES.register("errand")
-class ErrandFamily(EnvFamily):
+class ErrandFamily(EnvFamily[ErrandTask, ErrandEnv]):
     """Errands in ALFWorld's words, built to test credit assignment (docs/testbed.md): the first action
     chooses among look-alike objects, a routine walk of ``route_length`` stops follows, and only the
     final put reveals whether the choice was right. Horizon 40 by default."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bisect import insort
 from collections.abc import Callable
+from typing import cast
 
 from gaca.envs.base import Env, Observation, StepResult
 from gaca.envs.household import commands
@@ -89,7 +90,7 @@ class HouseholdEnv(Env):
         """Show ``text`` and collect the commands admissible in the new state."""
         task = self.task
         here = self.location
-        admissible = dict(self._go_to_commands)
+        admissible: dict[str, tuple[Handler, int]] = dict(self._go_to_commands)
         if here != MIDDLE:
             del admissible[self._go_to_names[here]]
             name = task.receptacles[here]
@@ -109,8 +110,8 @@ class HouseholdEnv(Env):
                 verb = self._appliance_verb[here]
                 if verb is not None:
                     admissible[commands.treat(verb, held, name)] = (HouseholdEnv._treat, here)
-            if here == task.lamp_receptacle and not self.lamp_on:
-                admissible[commands.use(task.lamp)] = (HouseholdEnv._use, here)  # type: ignore[arg-type]
+            if here == task.lamp_receptacle and not self.lamp_on:  # so the room has a lamp
+                admissible[commands.use(cast(str, task.lamp))] = (HouseholdEnv._use, here)
             admissible[commands.examine(name)] = (HouseholdEnv._examine, here)
         admissible[commands.INVENTORY] = (HouseholdEnv._inventory, 0)
         admissible[commands.LOOK] = (HouseholdEnv._look, 0)

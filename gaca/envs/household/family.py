@@ -24,7 +24,7 @@ _FIXED_TEXT = (
 
 
 @FAMILIES.register("household")
-class HouseholdFamily(EnvFamily):
+class HouseholdFamily(EnvFamily[HouseholdTask, HouseholdEnv]):
     """Rooms of receptacles and objects with ALFWorld's six task types; horizon 50 by default.
 
     As in ALFWorld, training and evaluation share instructions but never a whole task (room and goal).

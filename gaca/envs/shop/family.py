@@ -36,7 +36,7 @@ _FIXED_TEXT = (
 
 
 @FAMILIES.register("shop")
-class ShopFamily(EnvFamily):
+class ShopFamily(EnvFamily[ShopGoal, ShopEnv]):
     """One generated catalogue searched with BM25 and WebShop's page flow; horizon 15 by default.
 
     As in WebShop, training and evaluation share the catalogue but never an instruction.
