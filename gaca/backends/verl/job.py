@@ -93,6 +93,7 @@ CPU_SETTINGS: tuple[tuple[str, Any], ...] = (
 CPU_ADDED: tuple[tuple[str, Any], ...] = (
     ("ray_init.num_gpus", 1),  # one logical GPU for verl-agent's resource pool; CPU torch ignores it
     ("actor_rollout_ref.model.override_config._attn_implementation", "sdpa"),  # flash-attention is its default
+    ("data.dataloader_num_workers", 0),  # its default 8 loader processes per loader, for one batch of rows
 )
 """Keys verl-agent's config lacks that a CPU job adds (``++``)."""
 
