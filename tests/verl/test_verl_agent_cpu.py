@@ -104,7 +104,8 @@ def test_verl_agents_trainer_keeps_the_tracking_contract(tmp_path: Path, method:
 def test_a_killed_verl_run_resumes_into_the_same_mlflow_run_from_its_checkpoint(tmp_path: Path):
     overrides = [*SMOKE, "trainer.iterations=3", "algorithm=gaca"]
     process = subprocess.Popen([sys.executable, "-m", "gaca.cli", "train", *overrides], cwd=tmp_path,
-                               env=cli_env(**trainer_env()), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               env=cli_env(**trainer_env()), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # Ctrl-C reaches it
     try:
         marker = lambda: next(tmp_path.glob("runs/*/verl/latest_checkpointed_iteration.txt"), None)  # noqa: E731
         wait_for(lambda: marker() is not None and marker().read_text().strip() == "1", 600, "the step-1 checkpoint", 1.0)

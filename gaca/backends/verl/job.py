@@ -173,7 +173,8 @@ def build_job(
         inherited = os.environ.get("PYTHONPATH")
         env["PYTHONPATH"] = os.pathsep.join([*paths, *([inherited] if inherited else [])])
     if verl_environment(run) == "gaca":
-        env[RUN_CONFIG_VARIABLE] = json.dumps(run.to_dict(), sort_keys=True)
+        served = {key: value for key, value in run.to_dict().items() if key != "tracking"}  # no store URI, no secret
+        env[RUN_CONFIG_VARIABLE] = json.dumps(served, sort_keys=True)
         env[OUTPUT_VARIABLE] = str(served_files(run, run_key).output)
     env.update(backend.env_vars)
     return VerlJob(command, overrides, env, cwd)
