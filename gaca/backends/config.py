@@ -222,7 +222,7 @@ class BackendConfig:
     environment: str = "auto"
     """Who serves the episodes: gaca (its families as verl-agent's environment manager, the CPU backend's
     observations and rewards), verl_agent (its ALFWorld or WebShop), or auto: gaca for a family verl-agent
-    lacks (errand) or a policy of the CPU backend (model tiny or small), else verl_agent."""
+    lacks (errand), else verl_agent (so household at paper scale is verl-agent's ALFWorld unless asked)."""
     device: str = "auto"
     """cpu: verl-agent's trainer on CPU (its run-time patches and CPU settings, ``gaca.backends.verl.cpu_patches``);
     cuda: as on a GPU cluster; auto: cpu when the job starts on a machine without a CUDA device."""
@@ -367,7 +367,7 @@ def verl_environment(run: RunConfig) -> str:
     """``backend.environment`` resolved: gaca or verl_agent."""
     environment = run.backend.environment
     if environment == "auto":
-        return "gaca" if run.env.name not in VERL_ENV_FAMILIES or run.model.name != "path" else "verl_agent"
+        return "verl_agent" if run.env.name in VERL_ENV_FAMILIES else "gaca"
     return environment
 
 

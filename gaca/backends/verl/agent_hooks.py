@@ -93,9 +93,12 @@ def install_hooks(ray_trainer: ModuleType) -> None:
         return
     trainer.__init__ = _init_without_critic(trainer.__init__)
     trainer.fit = _fit_with_hooks(trainer.fit)
-    trainer._validate = _validating(trainer._validate)
     ray_trainer.compute_advantage = _dispatching(ray_trainer.compute_advantage)
-    ray_trainer.compute_data_metrics = _with_diagnostics(ray_trainer.compute_data_metrics)
+    # What keeps the tracking contract; a trainer without them runs, logging less.
+    if hasattr(trainer, "_validate"):
+        trainer._validate = _validating(trainer._validate)
+    if hasattr(ray_trainer, "compute_data_metrics"):
+        ray_trainer.compute_data_metrics = _with_diagnostics(ray_trainer.compute_data_metrics)
     setattr(trainer, HOOKED, True)
 
 
@@ -151,7 +154,7 @@ def _fit_with_hooks(fit: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fit)
     def fit_with_hooks(self: Any, *args: Any, **kwargs: Any) -> Any:
         algorithm = self.config.algorithm
-        if not is_gaca_estimator(algorithm.adv_estimator) and not _served(self.envs):
+        if not is_gaca_estimator(algorithm.adv_estimator) and not _served(getattr(self, "envs", None)):
             return fit(self, *args, **kwargs)
         collector = self.traj_collector
         collector.multi_turn_loop = _stamping(collector.multi_turn_loop, self)  # shadows the method during fit
