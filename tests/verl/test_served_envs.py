@@ -154,3 +154,72 @@ def test_setup_script_refuses_a_folder_that_is_not_verl_agent(tmp_path: Path):
                                   "give the folder of a clone of verl-agent"
     assert not (tmp_path / "venv").exists()
     assert checkout_problem(tmp_path / "nothing") == f"{tmp_path / 'nothing'} is not a folder"
+
+
+@pytest.mark.verl
+@pytest.mark.parametrize("method", ["gaca", "gigpo", "grpo"])
+def test_the_served_rows_give_the_cpu_backends_advantages_within_1e_6(exported, method: str):
+    """One rollout through the served environments, laid out as verl-agent's rollout loop lays it out
+    (time order per step, rewards without the penalty, is_action_valid), and the same episodes' rows as
+    the CPU backend collects them (rewards with the penalty): the adapter's advantages equal
+    compute_advantages' on the CPU rows."""
+    pytest.importorskip("verl")
+    import torch
+    from omegaconf import OmegaConf
+    from verl import DataProto
+
+    from gaca.backends.verl.advantage import token_level_advantages
+    from gaca.backends.verl.batch import add_step_index
+    from gaca.estimators import compute_advantages, mean_token_nll
+    from gaca.estimators.registry import verl_names
+
+    run, folder = exported
+    envs = ServedEnvironments(run, make_family(run.env), True, str(folder))
+    envs.iteration = 1
+    observations, _ = envs.reset()
+    rng = np.random.default_rng(0)
+    rows: dict[str, list] = {k: [] for k in ("uid", "traj_uid", "anchor_obs", "rewards", "is_action_valid")}
+    cpu: dict[str, list] = {k: [] for k in ("group", "traj", "step", "reward", "anchor", "invalid")}
+    for t in range(6):
+        alive = list(envs.envs.alive)
+        actions = [rng.choice([*o.admissible[:3], "dance"]) for o in envs.observations]
+        anchors = observations["anchor"]
+        observations, rewards, _, infos = envs.step(actions)
+        for k in range(len(actions)):
+            if not alive[k]:
+                continue  # verl-agent's inactive rows are dropped before the advantage step
+            rows["uid"].append(f"u{k // run.trainer.group_size}")
+            rows["traj_uid"].append(f"t{k}")
+            rows["anchor_obs"].append(anchors[k])
+            rows["rewards"].append(float(rewards[k]))
+            rows["is_action_valid"].append(bool(infos[k]["is_action_valid"]))
+            invalid = not infos[k]["is_action_valid"]
+            cpu["group"].append(k // run.trainer.group_size)
+            cpu["traj"].append(k)
+            cpu["step"].append(t)
+            cpu["reward"].append(float(rewards[k]) - (run.env.invalid_penalty if invalid else 0.0))
+            cpu["anchor"].append(anchors[k])
+            cpu["invalid"].append(invalid)
+    order = np.argsort(np.array(rows["traj_uid"]), kind="stable")  # rows per trajectory in time order
+    size, width = len(order), 4
+    logprobs = -torch.from_numpy(rng.gamma(1.0, 1.0, size=(size, width))).float()
+    mask = torch.ones(size, width, dtype=torch.long)
+    data = DataProto.from_dict(
+        tensors={"old_log_probs": logprobs, "response_mask": mask},
+        non_tensors={key: np.array([values[i] for i in order], dtype=bool if key == "is_action_valid" else object)
+                     for key, values in rows.items()},
+    )
+    add_step_index(data, global_step=1)
+    name = verl_names()[method]
+    options = {key: value for key, value in run.algorithm.to_dict().items() if key != "method"}
+    algorithm = OmegaConf.create({"gaca": {**options, "invalid_action_penalty": run.env.invalid_penalty}})
+    verl_advantages, _ = token_level_advantages(data, name, algorithm)
+    config = run.algorithm.__class__.from_dict({**run.algorithm.to_dict(), "method": method})
+    reference = compute_advantages(
+        group=[cpu["group"][i] for i in order], traj=[cpu["traj"][i] for i in order], step=[cpu["step"][i] for i in order],
+        reward=[cpu["reward"][i] for i in order], anchor=[cpu["anchor"][i] for i in order],
+        nll=mean_token_nll(logprobs, mask), invalid=[cpu["invalid"][i] for i in order],
+        invalid_penalty=run.env.invalid_penalty, config=config,
+    )
+    assert any(cpu["invalid"]) and not all(cpu["invalid"])  # the penalty's bookkeeping is exercised
+    torch.testing.assert_close(verl_advantages[:, 0], reference.advantages.float(), atol=1e-6, rtol=0)
