@@ -3,12 +3,16 @@
 1. As the CPU trainer does, it looks the run up by ``gaca.run_key``: a FINISHED run is skipped; an
    unfinished one is resumed into the same MLflow run (verl resumes from its own checkpoint under
    ``runs/<run_key>/verl``).
+   Before that it checks that the trainer can start on this machine (``gaca.backends.verl.preflight``):
+   a missing checkout or Python is one line, and no MLflow run is made.
 2. Otherwise it creates the MLflow run with the contract's tags and params and ``config.yaml``.
 3. It starts the trainer with ``MLFLOW_RUN_ID`` set to that run: verl's MLflow logger
    (``trainer.logger=[console,mlflow]``) then resumes it instead of creating its own.
+   With gaca's environments it first exports the starting policy and writes the task files.
 4. When the trainer exits, it copies verl's metrics to the contract's names, logs
    ``final/eval_success_rate`` and sets the run's status itself: MLflow ends the trainer's active
-   run as FINISHED at interpreter exit even when the trainer failed.
+   run as FINISHED at interpreter exit even when the trainer failed. The per-step criticality counts
+   the hooks wrote are summed into ``contract.CRITICALITY_HISTOGRAM``.
 
 Preemption (SLURM, through submitit) and Ctrl-C reach this process; it stops the trainer's process
 group, marks the run KILLED and lets the requeued job resume it (``gaca.backends.lifecycle``, the
