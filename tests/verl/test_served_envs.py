@@ -117,6 +117,7 @@ def test_a_cpu_job_sets_the_cpu_values_the_patches_and_the_served_environment(tm
     assert given["actor_rollout_ref.model.path"] == str(served_files(run, "k").policy)
     assert job.command[0] == str(tmp_path / "python")
     assert job.env[cpu_patches.CPU_FLAG] == "1" and job.env["PYTHONPATH"].startswith(str(cpu_patches.SITE_DIR))
+    assert job.env["CUDA_VISIBLE_DEVICES"] == "0"
     assert json.loads(job.env[RUN_CONFIG_VARIABLE])["env"]["name"] == "errand"
     gpu = build_job(run, "k", "sqlite:///m.db", "r", cpu=False)
     assert cpu_patches.CPU_FLAG not in gpu.env and not any(o.startswith("++ray_init") for o in gpu.overrides)

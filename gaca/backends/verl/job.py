@@ -166,6 +166,9 @@ def build_job(
     if cpu:  # every process of the job runs the patches' sitecustomize at start-up
         paths.append(str(cpu_patches.SITE_DIR))
         env[cpu_patches.CPU_FLAG] = "1"
+        # Ray refuses its one logical GPU where CUDA_VISIBLE_DEVICES lists none (the local sweep launcher
+        # sets it empty); CPU torch ignores the variable.
+        env["CUDA_VISIBLE_DEVICES"] = "0"
     if backend.verl_agent_dir:
         cwd = str(Path(backend.verl_agent_dir).expanduser().resolve())
         paths.append(cwd)  # Ray workers import verl-agent's packages (agent_system) from wherever they start
