@@ -5,7 +5,7 @@
 # without the GPU-only and developer packages (flash-attn, liger-kernel, vllm, pre-commit, wandb, the vision
 # extras), the packages its modules import at load time (fastapi, uvicorn, cachetools, openai, pillow, codetiming,
 # torchdata), torch ${GACA_TORCH_VERSION:-2.13.0} (the CPU build on a machine without CUDA), MLflow (verl's logger)
-# and this package, so that the hooks import in the trainer. Only the package index is used; ~1.7 GB, ~3 min.
+# and this package, so that the hooks import in the trainer. Only the package index is used; 2.2 GB, 3-5 min.
 # The checkout itself is not modified and not installed: jobs put it on PYTHONPATH (backend.verl_agent_dir).
 # Then: gaca train backend=verl backend.verl_agent_dir=CHECKOUT backend.python=VENV/bin/python ...
 set -euo pipefail
