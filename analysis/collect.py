@@ -111,11 +111,13 @@ def _run_row(run: mlflow.entities.Run) -> dict[str, object]:
 
 
 def run_config(run: Mapping[str, object]) -> dict[str, object]:
-    """The dotted-key config of one row of ``load_runs`` (its params, without the column prefix)."""
+    """The dotted-key config of one row of ``load_runs`` (its params, without the column prefix); the
+    ``/``-separated params verl's own MLflow logger adds to a verl run (its whole trainer config, with
+    per-run folders) are not gaca's config."""
     return {
         key[len(PARAM_PREFIX) :]: value
         for key, value in run.items()
-        if key.startswith(PARAM_PREFIX) and not _is_missing(value)
+        if key.startswith(PARAM_PREFIX) and "/" not in key and not _is_missing(value)
     }
 
 

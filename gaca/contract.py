@@ -225,7 +225,8 @@ NOT_IDENTITY_ENV = ("cache_dir",)
 """Where generated ALFWorld games are cached; games_dir (which games) stays."""
 NOT_IDENTITY_BACKEND = (
     "gpus_per_node", "nnodes", "tensor_parallel_size", "micro_batch_size_per_gpu",
-    "log_prob_micro_batch_size_per_gpu", "data_dir", "verl_agent_dir", "trainer_command", "env_vars",
+    "log_prob_micro_batch_size_per_gpu", "data_dir", "verl_agent_dir", "trainer_command", "env_vars", "python",
+    "device",
 )
 """How a verl job is placed and started (GPUs, folders, the trainer command) does not change what it computes."""
 KEYLESS_THREADS = 1

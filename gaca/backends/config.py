@@ -179,7 +179,10 @@ class TrackingConfig:
 
 
 VERL_ENV_FAMILIES = ("household", "alfworld", "shop")
-"""Env families a verl job can play: household and alfworld are ALFWorld, shop is WebShop."""
+"""Env families verl-agent has: household and alfworld are its ALFWorld, shop is its WebShop."""
+VERL_ENVIRONMENTS = ("auto", "gaca", "verl_agent")
+"""``backend.environment``: who serves the episodes of a verl job (``BackendConfig.environment``)."""
+VERL_DEVICES = ("auto", "cuda", "cpu")
 
 
 @dataclass(frozen=True)
@@ -213,9 +216,29 @@ class BackendConfig:
     """Extra Hydra overrides for verl, appended last (they win), e.g. [actor_rollout_ref.rollout.name=sglang]."""
     env_vars: dict[str, str] = field(default_factory=dict)
     """Extra environment variables of the trainer process."""
+    python: str | dict[str, str] | None = None
+    """The trainer's Python (its environment holds verl-agent's pins: ``scripts/setup-verl-agent.sh``), or
+    env family -> Python where families need different ones (verl-agent's WebShop wants its own); None =
+    the Python running gaca. Unused with ``trainer_command``."""
+    environment: str = "auto"
+    """Who serves the episodes: gaca (its families as verl-agent's environment manager, the CPU backend's
+    observations and rewards), verl_agent (its ALFWorld or WebShop), or auto: gaca for a family verl-agent
+    lacks (errand), else verl_agent (so household at paper scale is verl-agent's ALFWorld unless asked)."""
+    device: str = "auto"
+    """cpu: verl-agent's trainer on CPU (its run-time patches and CPU settings, ``gaca.backends.verl.cpu_patches``);
+    cuda: as on a GPU cluster; auto: cpu when the job starts on a machine without a CUDA device."""
 
     def __post_init__(self) -> None:
         check_choice("backend.name", self.name, BACKENDS)
+        check_choice("backend.environment", self.environment, VERL_ENVIRONMENTS)
+        check_choice("backend.device", self.device, VERL_DEVICES)
+        pythons = self.python.values() if isinstance(self.python, Mapping) else [self.python]
+        if not all(python is None or (isinstance(python, str) and python) for python in pythons) or (
+            isinstance(self.python, Mapping) and not all(isinstance(key, str) for key in self.python)
+        ):
+            raise ValueError(
+                f"backend.python must be a Python executable path, a mapping env family -> path, or null; got {self.python!r}"
+            )
         for key in ("gpus_per_node", "tensor_parallel_size", "max_prompt_length", "micro_batch_size_per_gpu",
                     "log_prob_micro_batch_size_per_gpu"):
             if getattr(self, key) is not None:
@@ -341,17 +364,26 @@ def source_fingerprint(root: Path, parts: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
+def verl_environment(run: RunConfig) -> str:
+    """``backend.environment`` resolved: gaca or verl_agent."""
+    environment = run.backend.environment
+    if environment == "auto":
+        return "verl_agent" if run.env.name in VERL_ENV_FAMILIES else "gaca"
+    return environment
+
+
 def _check_verl_run(run: RunConfig) -> None:
     """What a verl job cannot take from a config that the CPU trainer accepts."""
-    if run.model.name != "path":
+    served = verl_environment(run) == "gaca"
+    if run.model.name != "path" and not served:
         raise ValueError(
-            f"model.name: backend=verl trains a Hugging Face checkpoint; set model=path model.path=<folder or hub id> "
-            f"(e.g. Qwen2.5-1.5B-Instruct), got model={run.model.name}"
+            f"model.name: backend=verl on verl-agent's environments trains a Hugging Face checkpoint; set model=path "
+            f"model.path=<folder or hub id> (e.g. Qwen2.5-1.5B-Instruct), or backend.environment=gaca for model={run.model.name}"
         )
-    if run.trainer.init != "scratch":
+    if run.trainer.init != "scratch" and run.model.name == "path":
         raise ValueError(
-            f"trainer.init={run.trainer.init} is the CPU backend's behaviour-cloned start; backend=verl starts "
-            "from the checkpoint as loaded: use trainer=paper or trainer.init=scratch"
+            f"trainer.init={run.trainer.init} is the CPU backend's behaviour-cloned start of model=tiny or small; "
+            "backend=verl starts a checkpoint as loaded: use trainer=paper or trainer.init=scratch"
         )
     if run.trainer.clip_ratio_c is None:
         raise ValueError("trainer.clip_ratio_c must be a number > 1 with backend=verl (verl always applies the dual clip)")
@@ -360,8 +392,11 @@ def _check_verl_run(run: RunConfig) -> None:
             f"trainer.lr_schedule={run.trainer.lr_schedule} is the CPU trainer's; backend=verl keeps verl's constant "
             "learning rate: use trainer=paper or trainer.lr_schedule=constant"
         )
-    if run.env.name not in VERL_ENV_FAMILIES:
-        raise ValueError(f"env.name={run.env.name} has no verl-agent environment; backend=verl plays {list(VERL_ENV_FAMILIES)}")
+    if run.env.name not in VERL_ENV_FAMILIES and not served:
+        raise ValueError(
+            f"env.name={run.env.name} has no verl-agent environment (it has {list(VERL_ENV_FAMILIES)}); "
+            "backend.environment=gaca serves it"
+        )
     from gaca.backends.verl.options import check_run  # no verl-agent option the hooks would ignore
 
     check_run(run)

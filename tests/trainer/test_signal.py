@@ -17,7 +17,7 @@ from gaca.contract import (
     DIAG_ZERO_ADV_FRAC as ZERO_ADVANTAGE_FRAC,
     SIGNAL_METRICS,
 )
-from gaca.backends.cpu.loop import _histogram_csv, train
+from gaca.backends.cpu.loop import histogram_csv, train
 from gaca.backends.cpu.rollout import Episode, Rollouts, StepRows, sampled_token_mask
 from gaca.backends.cpu.signal import batch_signal
 from gaca.estimators import AdvantageConfig, AdvantageOutput, compute_advantages
@@ -61,7 +61,7 @@ def test_the_histogram_counts_every_criticality_value():
     values = np.array([0.0, 0.05, 3.99, 4.0, 7.5, 123.0])
     counts = np.histogram(values, bins=CRITICALITY_BINS)[0]
     assert counts.sum() == len(values) and counts[-1] == 3 and counts[0] == 2
-    rows = list(csv.DictReader(_histogram_csv(counts).splitlines()))
+    rows = list(csv.DictReader(histogram_csv(counts).splitlines()))
     assert (rows[-1]["bin_left"], rows[-1]["bin_right"], rows[-1]["count"]) == ("4.00", "inf", "3")
 
 

@@ -5,7 +5,7 @@ their ``algorithm.gaca.*`` equivalent or refused in one line naming it: at the a
 gaca.backends.verl.agent_main`` run by hand (exit 2, before Ray starts).
 
 The hand-run tests compose verl-agent's ``verl/trainer/config/ppo_trainer.yaml``: a stand-in with its
-defaults (upstream 796ed31) in a stand-in checkout, and the real one when ``GACA_VERL_AGENT_DIR``
+defaults (upstream 796ed31) in a stand-in checkout, and the real one when ``GACA_VERL_AGENT``
 names a verl-agent checkout.
 """
 
@@ -26,7 +26,7 @@ from gaca.estimators import AdvantageConfig
 from ..orchestration.conftest import gaca
 from .fake_verl_agent import write_checkout
 
-CHECKOUT_VARIABLE = "GACA_VERL_AGENT_DIR"
+CHECKOUT_VARIABLE = "GACA_VERL_AGENT"
 VERL_AGENT_DEFAULTS = """\
 algorithm:
   gamma: 1.0

@@ -234,14 +234,15 @@ def _train(run: RunConfig, opened: OpenRun, quiet: bool | None, stop_after: int 
         if final_success is None:  # resumed after the last iteration's checkpoint
             final_success = evaluate(policy, family, run, trainer.iterations).success_rate
         if ESTIMATORS.spec(run.algorithm.method).gated:
-            logger.log_text(_histogram_csv(histogram), contract.CRITICALITY_HISTOGRAM)
+            logger.log_text(histogram_csv(histogram), contract.CRITICALITY_HISTOGRAM)
         logger.log_metrics({contract.FINAL_EVAL_SUCCESS_RATE: final_success}, step=trainer.iterations)
     finally:
         progress.close()
     return TrainResult(logger.run_id, key, final_success, curve=curve)
 
 
-def _histogram_csv(histogram: np.ndarray) -> str:
+def histogram_csv(histogram: np.ndarray) -> str:
+    """``contract.CRITICALITY_HISTOGRAM``: the counts of each bin of ``contract.CRITICALITY_BINS``."""
     lines = ["bin_left,bin_right,count"]
     bins = contract.CRITICALITY_BINS
     lines += [f"{lo:.2f},{hi:.2f},{int(count)}" for lo, hi, count in zip(bins[:-1], bins[1:], histogram)]

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 DIAGNOSTICS_KEY = "gaca_diagnostics"
 """``data.meta_info[DIAGNOSTICS_KEY]``: the estimator's batch diagnostics (Table 7), ``diag/...``."""
+CRITICALITY_KEY = "gaca_criticality"
+"""``data.meta_info[CRITICALITY_KEY]``: c_t of every step (Eq. 5) as a list, for gated estimators."""
 
 
 def token_level_advantages(
@@ -89,6 +91,8 @@ def compute_batch_advantages(data: DataProto, estimator: str, algorithm: Any = N
     data.batch["advantages"] = advantages
     data.batch["returns"] = advantages
     data.meta_info[DIAGNOSTICS_KEY] = diagnostics(output)
+    if output.criticality is not None:
+        data.meta_info[CRITICALITY_KEY] = output.criticality.tolist()
     return data
 
 

@@ -15,6 +15,19 @@ trainer, ``verl/trainer/ppo/ray_trainer.py``. For ``algorithm.adv_estimator`` in
    at call time; the hook sends these names to ``compute_batch_advantages(data, name,
    self.config.algorithm)`` and every other name to verl-agent's own code.
 
+For every estimator, with gaca's environments served (``gaca.backends.verl.env_manager``,
+``env.env_name=gaca/<family>``), and to keep the tracking contract (``gaca.contract``):
+
+4. The environments. ``agent_system.environments.make_envs`` answers ``gaca/<family>`` with gaca's
+   managers; each training rollout is told its iteration (``self.global_steps``) first, so that it
+   plays the tasks the CPU backend's iteration plays.
+5. The diagnostics. ``compute_data_metrics`` (the metrics ``fit`` logs every step) gets the
+   estimator's ``diag/*`` from ``meta_info[DIAGNOSTICS_KEY]``; each step's criticality counts
+   (``contract.CRITICALITY_BINS``) go to ``$GACA_OUTPUT_DIR/criticality/<step>.csv``, summed by the job.
+6. The evaluations. After ``_validate`` the served validation episodes are logged to the active MLflow
+   run (verl's logger opened it) as ``contract.outcomes_artifact(step)``, and the contract's
+   ``eval/*`` join the metrics ``fit`` logs at that step.
+
 Where they run: verl-agent's ``main_ppo`` builds the trainer inside a Ray actor (``TaskRunner``),
 not in the process that starts it. ``gaca.backends.verl.agent_main`` installs the hooks in its own process
 and, through Ray's ``runtime_env['worker_process_setup_hook']``, in every Ray worker process; in
@@ -35,6 +48,10 @@ from gaca.backends.verl.imports import when_imported
 from gaca.backends.verl.options import ESTIMATOR_METHODS
 
 RAY_TRAINER = "verl.trainer.ppo.ray_trainer"
+ENVIRONMENTS = "agent_system.environments"
+OUTPUT_VARIABLE = "GACA_OUTPUT_DIR"
+"""The job's folder for what the hooks hand back to it (per-step criticality counts)."""
+CRITICALITY_FOLDER = "criticality"
 MAIN_PPO = "verl.trainer.main_ppo"
 TRAINER_CLASS = "RayPPOTrainer"
 STAND_IN_ESTIMATOR = "gigpo"
@@ -47,8 +64,25 @@ _ALGORITHM: ContextVar[Any] = ContextVar("gaca_verl_agent_algorithm", default=No
 
 
 def install() -> None:
-    """Install the hooks when verl-agent's trainer module is imported (now, if it is)."""
+    """Install the hooks when verl-agent's trainer and environment modules are imported (now, if they are)."""
     when_imported(RAY_TRAINER, install_hooks)
+    when_imported(ENVIRONMENTS, install_environments)
+
+
+def install_environments(environments: ModuleType) -> None:
+    """Make ``environments.make_envs`` answer ``env.env_name=gaca/<family>`` with gaca's managers. Idempotent."""
+    original = environments.make_envs
+    if getattr(original, HOOKED, False):
+        return
+
+    @functools.wraps(original)
+    def make_envs(config: Any) -> Any:
+        from gaca.backends.verl import env_manager
+
+        return env_manager.make_envs(config) if env_manager.serves(config) else original(config)
+
+    setattr(make_envs, HOOKED, True)
+    environments.make_envs = make_envs
 
 
 def install_hooks(ray_trainer: ModuleType) -> None:
@@ -60,6 +94,11 @@ def install_hooks(ray_trainer: ModuleType) -> None:
     trainer.__init__ = _init_without_critic(trainer.__init__)
     trainer.fit = _fit_with_hooks(trainer.fit)
     ray_trainer.compute_advantage = _dispatching(ray_trainer.compute_advantage)
+    # What keeps the tracking contract; a trainer without them runs, logging less.
+    if hasattr(trainer, "_validate"):
+        trainer._validate = _validating(trainer._validate)
+    if hasattr(ray_trainer, "compute_data_metrics"):
+        ray_trainer.compute_data_metrics = _with_diagnostics(ray_trainer.compute_data_metrics)
     setattr(trainer, HOOKED, True)
 
 
@@ -115,7 +154,7 @@ def _fit_with_hooks(fit: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fit)
     def fit_with_hooks(self: Any, *args: Any, **kwargs: Any) -> Any:
         algorithm = self.config.algorithm
-        if not is_gaca_estimator(algorithm.adv_estimator):
+        if not is_gaca_estimator(algorithm.adv_estimator) and not _served(getattr(self, "envs", None)):
             return fit(self, *args, **kwargs)
         collector = self.traj_collector
         collector.multi_turn_loop = _stamping(collector.multi_turn_loop, self)  # shadows the method during fit
@@ -137,10 +176,13 @@ def _stamping(rollout: Callable[..., Any], trainer: Any) -> Callable[..., Any]:
     def multi_turn_loop(*args: Any, **kwargs: Any) -> Any:
         from gaca.backends.verl.batch import add_step_index
 
-        batch = rollout(*args, **kwargs)
         call = signature.bind(*args, **kwargs)
         call.apply_defaults()
-        if call.arguments.get("is_train", True):
+        is_train = call.arguments.get("is_train", True)
+        if is_train and _served(call.arguments.get("envs")):
+            call.arguments["envs"].iteration = trainer.global_steps
+        batch = rollout(*args, **kwargs)
+        if is_train and is_gaca_estimator(trainer.config.algorithm.adv_estimator):
             add_step_index(batch, global_step=trainer.global_steps)
         return batch
 
@@ -161,6 +203,80 @@ def _dispatching(compute_advantage: Callable[..., Any]) -> Callable[..., Any]:
                 f"compute_advantage(adv_estimator={name!r}) was called outside RayPPOTrainer.fit and without "
                 "config=<the algorithm config>: gaca's estimators read their options from it"
             )
-        return compute_batch_advantages(data, name, algorithm)
+        data = compute_batch_advantages(data, name, algorithm)
+        _record_criticality(data)
+        return data
 
     return dispatching
+
+
+def _served(envs: Any) -> bool:
+    from gaca.backends.verl.env_manager import ServedEnvironments
+
+    return isinstance(envs, ServedEnvironments)
+
+
+def _record_criticality(data: Any) -> None:
+    """Write this step's criticality counts (and take c_t out of the batch the workers get)."""
+    import os
+    from pathlib import Path
+
+    import numpy as np
+
+    from gaca import contract
+    from gaca.backends.verl.advantage import CRITICALITY_KEY
+    from gaca.backends.verl.batch import GLOBAL_STEP
+
+    values = data.meta_info.pop(CRITICALITY_KEY, None)
+    folder = os.environ.get(OUTPUT_VARIABLE)
+    if values is None or not folder:
+        return
+    counts = np.histogram(np.asarray(values, dtype=float), bins=contract.CRITICALITY_BINS)[0]
+    path = Path(folder) / CRITICALITY_FOLDER / f"{int(data.meta_info[GLOBAL_STEP]):05d}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(",".join(str(int(count)) for count in counts) + "\n")
+
+
+def criticality_histogram(folder: str, last_step: int) -> Any | None:
+    """[bins] the counts of steps 1..last_step written by ``_record_criticality`` in ``folder``, or None.
+
+    A step redone after a resume rewrote its own file, so every step counts once."""
+    from pathlib import Path
+
+    import numpy as np
+
+    files = [Path(folder) / CRITICALITY_FOLDER / f"{step:05d}.csv" for step in range(1, last_step + 1)]
+    present = [np.loadtxt(file, delimiter=",", ndmin=1) for file in files if file.is_file()]
+    return np.sum(present, axis=0) if present else None
+
+
+def _with_diagnostics(compute_data_metrics: Callable[..., dict]) -> Callable[..., dict]:
+    @functools.wraps(compute_data_metrics)
+    def with_diagnostics(*args: Any, **kwargs: Any) -> dict:
+        from gaca.backends.verl.advantage import DIAGNOSTICS_KEY
+
+        metrics = compute_data_metrics(*args, **kwargs)
+        batch = kwargs["batch"] if "batch" in kwargs else args[0]
+        metrics.update(batch.meta_info.get(DIAGNOSTICS_KEY) or {})
+        return metrics
+
+    return with_diagnostics
+
+
+def _validating(validate: Callable[..., dict]) -> Callable[..., dict]:
+    @functools.wraps(validate)
+    def validating(self: Any) -> dict:
+        metrics = validate(self)
+        envs = self.val_envs
+        if not _served(envs):
+            return metrics
+        import mlflow
+
+        from gaca import contract
+
+        metrics.update(envs.eval_metrics())
+        if mlflow.active_run() is not None:  # trainer.logger has mlflow: verl's logger opened the job's run
+            mlflow.log_text(envs.outcomes_csv(self.global_steps), contract.outcomes_artifact(self.global_steps))
+        return metrics
+
+    return validating

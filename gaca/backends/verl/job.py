@@ -24,16 +24,19 @@ Two of verl-agent's rules shape the values: it groups rollouts by ``env.rollout.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shlex
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from gaca.backends.config import RunConfig
+from gaca.backends.config import RunConfig, verl_environment
 from gaca.backends.verl.options import gigpo_options
+from gaca.backends.verl.task_files import TRAIN_FILE, VAL_FILE
 from gaca.estimators.registry import verl_names
 from gaca.tracking.tags import run_name
 
@@ -86,6 +89,39 @@ RECIPE_CONSTANTS: tuple[tuple[str, Any], ...] = (
 )
 """verl-agent's script settings that no gaca option varies (``backend.overrides`` can change them)."""
 
+CPU_SETTINGS: tuple[tuple[str, Any], ...] = (
+    ("actor_rollout_ref.rollout.name", "hf"),  # vLLM needs a GPU; verl's HF rollout runs on CPU
+    ("actor_rollout_ref.rollout.tensor_model_parallel_size", 1),
+    ("actor_rollout_ref.model.use_remove_padding", False),  # flash-attention's padding helpers need CUDA
+    ("actor_rollout_ref.model.enable_gradient_checkpointing", False),
+    ("trainer.n_gpus_per_node", 1),
+    ("trainer.nnodes", 1),
+)
+"""What a job on a machine without CUDA sets in place of the GPU values (``backend.device``)."""
+CPU_ADDED: tuple[tuple[str, Any], ...] = (
+    ("ray_init.num_gpus", 1),  # one logical GPU for verl-agent's resource pool; CPU torch ignores it
+    ("actor_rollout_ref.model.override_config._attn_implementation", "sdpa"),  # flash-attention is its default
+    ("data.dataloader_num_workers", 0),  # its default 8 loader processes per loader, for one batch of rows
+)
+"""Keys verl-agent's config lacks that a CPU job adds (``++``)."""
+
+
+@dataclass(frozen=True)
+class ServedFiles:
+    """Where a job with gaca's environments (``backend.environment``) keeps what it makes before it starts."""
+
+    policy: Path
+    """The exported starting policy (model tiny or small): ``gaca.backends.verl.policy_export``."""
+    data: Path
+    """train.parquet and test.parquet: as many rows as a rollout has tasks (verl-agent counts them)."""
+    output: Path
+    """What the hooks hand back (per-step criticality counts), ``$GACA_OUTPUT_DIR``."""
+
+
+def served_files(run: RunConfig, run_key: str) -> ServedFiles:
+    root = Path(run.output_dir).resolve() / run_key
+    return ServedFiles(root / "policy", root / "data", root / "gaca")
+
 
 @dataclass(frozen=True)
 class VerlJob:
@@ -125,26 +161,70 @@ class VerlJob:
 
 
 def build_job(
-    run: RunConfig, run_key: str, tracking_uri: str, run_id: str | None, launcher_gpus: int | None = None
+    run: RunConfig,
+    run_key: str,
+    tracking_uri: str,
+    run_id: str | None,
+    launcher_gpus: int | None = None,
+    cpu: bool | None = None,
 ) -> VerlJob:
     """The verl job of ``run`` (a validated ``backend=verl`` config).
 
     ``run_id`` is the MLflow run the job's metrics go to (None: not created yet, as in ``--dry-run``);
-    ``launcher_gpus`` the launcher's ``gpus_per_node`` (used when ``backend.gpus_per_node`` is null).
+    ``launcher_gpus`` the launcher's ``gpus_per_node`` (used when ``backend.gpus_per_node`` is null);
+    ``cpu`` whether it runs on CPU (None: ``backend.device`` is cpu; the job passes ``runs_on_cpu``).
     """
+    from gaca.backends.verl import cpu_patches
+    from gaca.backends.verl.agent_hooks import OUTPUT_VARIABLE
+    from gaca.backends.verl.env_manager import RUN_CONFIG_VARIABLE
+
     backend = run.backend
-    command = tuple(backend.trainer_command or (sys.executable, "-m", TRAINER_MODULE))
-    overrides = tuple(verl_overrides(run, run_key, gpus_per_node(run, launcher_gpus)))
+    cpu = backend.device == "cpu" if cpu is None else cpu
+    command = tuple(backend.trainer_command or (trainer_python(run), "-m", TRAINER_MODULE))
+    overrides = tuple(verl_overrides(run, run_key, gpus_per_node(run, launcher_gpus), cpu))
     env = {"MLFLOW_TRACKING_URI": tracking_uri, "MLFLOW_RUN_ID": run_id or RUN_ID_PENDING, "GACA_RUN_KEY": run_key}
     cwd = str(Path.cwd())
+    paths = []
+    if cpu:  # every process of the job runs the patches' sitecustomize at start-up
+        paths.append(str(cpu_patches.SITE_DIR))
+        env[cpu_patches.CPU_FLAG] = "1"
+        # Ray refuses its one logical GPU where CUDA_VISIBLE_DEVICES lists none (the local sweep launcher
+        # sets it empty); CPU torch ignores the variable.
+        env["CUDA_VISIBLE_DEVICES"] = "0"
     if backend.verl_agent_dir:
         cwd = str(Path(backend.verl_agent_dir).expanduser().resolve())
-        # Ray workers import verl-agent's packages (agent_system) from wherever they start.
+        paths.append(cwd)  # Ray workers import verl-agent's packages (agent_system) from wherever they start
+    if paths:
         inherited = os.environ.get("PYTHONPATH")
-        env["PYTHONPATH"] = cwd + (os.pathsep + inherited if inherited else "")
-    recipe = RECIPES[run.env.name]
+        env["PYTHONPATH"] = os.pathsep.join([*paths, *([inherited] if inherited else [])])
+    if verl_environment(run) == "gaca":
+        served = {key: value for key, value in run.to_dict().items() if key != "tracking"}  # no store URI, no secret
+        env[RUN_CONFIG_VARIABLE] = json.dumps(served, sort_keys=True)
+        env[OUTPUT_VARIABLE] = str(served_files(run, run_key).output)
+    recipe = RECIPES.get(run.env.name, ALFWORLD)  # environments gaca serves take ALFWorld's script settings
     env.update({**recipe.env_vars, **backend.env_vars})
     return VerlJob(command, overrides, env, cwd, recipe.max_user_processes)
+
+
+def trainer_python(run: RunConfig) -> str:
+    """``backend.python`` for the run's env family, else the Python running gaca."""
+    python = run.backend.python
+    if isinstance(python, Mapping):
+        python = python.get(run.env.name)
+    if not python:
+        return sys.executable
+    if os.sep not in python:  # a command name: the one on PATH
+        return shutil.which(python) or python
+    return str(Path(python).expanduser().absolute())  # the trainer starts in the checkout
+
+
+def runs_on_cpu(run: RunConfig) -> bool:
+    """``backend.device`` resolved on this machine: auto is cpu where torch sees no CUDA device."""
+    if run.backend.device != "auto":
+        return run.backend.device == "cpu"
+    import torch
+
+    return not torch.cuda.is_available()
 
 
 def gpus_per_node(run: RunConfig, launcher_gpus: int | None) -> int:
@@ -162,27 +242,38 @@ def launcher_gpus_per_node() -> int | None:
     return int(value) if value else None
 
 
-def verl_overrides(run: RunConfig, run_key: str, gpus: int) -> list[str]:
+def verl_overrides(run: RunConfig, run_key: str, gpus: int, cpu: bool = False) -> list[str]:
     """verl-agent's Hydra overrides for ``run``: plain keys (in both configs), ``++`` keys (in one of
     them), ``+algorithm.gaca.*`` (every ``AdvantageConfig`` field and the plugin's invalid-action
-    penalty), then ``backend.overrides``."""
+    penalty), then ``backend.overrides``. ``cpu``: with ``CPU_SETTINGS`` and ``CPU_ADDED``."""
+    from gaca.backends.verl.env_manager import served_env_name
     from gaca.envs.families import FAMILIES
 
-    trainer, env, backend, algorithm = run.trainer, run.env, run.backend, run.algorithm
-    recipe = RECIPES[env.name]
+    trainer, env, backend, algorithm, model = run.trainer, run.env, run.backend, run.algorithm, run.model
+    served = verl_environment(run) == "gaca"
+    recipe = RECIPES.get(env.name, ALFWORLD)
     horizon = env.horizon if env.horizon is not None else FAMILIES.get(env.name).default_horizon
-    data_dir = Path(backend.data_dir).expanduser()
+    data_dir = served_files(run, run_key).data if served else Path(backend.data_dir).expanduser()
     log_prob_micro = backend.log_prob_micro_batch_size_per_gpu or recipe.log_prob_micro_batch_size_per_gpu
+    val_batch = trainer.num_eval_tasks or env.num_eval_tasks
+    prompt_length = backend.max_prompt_length or recipe.max_prompt_length
+    response_length = backend.max_response_length
+    model_path = model.path
+    if served:  # the CPU backend's prompts, budgets and evaluation episodes
+        val_batch *= trainer.eval_episodes_per_task
+        prompt_length, response_length = model.max_prompt_tokens, model.max_response_tokens
+        if model.name != "path":
+            model_path = str(served_files(run, run_key).policy)
     verl = [
         *RECIPE_CONSTANTS,
         # verl-agent's parquet files only say how many tasks a batch has; its environments pick the games.
-        ("data.train_files", str(data_dir / "train.parquet")),
-        ("data.val_files", str(data_dir / "test.parquet")),
+        ("data.train_files", str(data_dir / TRAIN_FILE)),
+        ("data.val_files", str(data_dir / VAL_FILE)),
         ("data.train_batch_size", trainer.tasks_per_iteration),
-        ("data.val_batch_size", trainer.num_eval_tasks or env.num_eval_tasks),
-        ("data.max_prompt_length", backend.max_prompt_length or recipe.max_prompt_length),
-        ("data.max_response_length", backend.max_response_length),
-        ("actor_rollout_ref.model.path", run.model.path),
+        ("data.val_batch_size", val_batch),
+        ("data.max_prompt_length", prompt_length),
+        ("data.max_response_length", response_length),
+        ("actor_rollout_ref.model.path", model_path),
         ("actor_rollout_ref.actor.optim.lr", trainer.lr),
         ("actor_rollout_ref.actor.optim.weight_decay", trainer.weight_decay),
         ("actor_rollout_ref.actor.ppo_epochs", trainer.ppo_epochs),
@@ -224,9 +315,13 @@ def verl_overrides(run: RunConfig, run_key: str, gpus: int) -> list[str]:
         ("trainer.project_name", run.tracking.experiment),
         ("trainer.experiment_name", run_name(run, run_key)),
     ]
+    replaced = dict(CPU_SETTINGS) if cpu else {}
+    if served:
+        replaced["data.truncation"] = "left"  # the CPU backend cuts prompts from the left
+    verl = [(key, replaced.pop(key, value)) for key, value in verl] + list(replaced.items())
     verl_agent = [
         ("trainer.use_v1", False),
-        ("env.env_name", recipe.env_name),
+        ("env.env_name", served_env_name(env.name) if served else recipe.env_name),
         ("env.seed", run.seed),
         ("env.max_steps", horizon),
         ("env.rollout.n", trainer.group_size),
@@ -234,6 +329,8 @@ def verl_overrides(run: RunConfig, run_key: str, gpus: int) -> list[str]:
         ("actor_rollout_ref.actor.invalid_action_penalty_coef", env.invalid_penalty),
     ]
     verl_agent += gigpo_options(algorithm)  # the hooks refuse verl-agent options that disagree with the estimator's
+    if cpu:
+        verl_agent += list(CPU_ADDED)
     estimator = [(f"algorithm.gaca.{name}", value) for name, value in algorithm.to_dict().items()]
     estimator.append(("algorithm.gaca.invalid_action_penalty", env.invalid_penalty))  # the plugin's step rewards
     return [

@@ -3,12 +3,16 @@
 1. As the CPU trainer does, it looks the run up by ``gaca.run_key``: a FINISHED run is skipped; an
    unfinished one is resumed into the same MLflow run (verl resumes from its own checkpoint under
    ``runs/<run_key>/verl``).
+   Before that it checks that the trainer can start on this machine (``gaca.backends.verl.preflight``):
+   a missing checkout or Python is one line, and no MLflow run is made.
 2. Otherwise it creates the MLflow run with the contract's tags and params and ``config.yaml``.
 3. It starts the trainer with ``MLFLOW_RUN_ID`` set to that run: verl's MLflow logger
    (``trainer.logger=[console,mlflow]``) then resumes it instead of creating its own.
+   With gaca's environments it first exports the starting policy and writes the task files.
 4. When the trainer exits, it copies verl's metrics to the contract's names, logs
    ``final/eval_success_rate`` and sets the run's status itself: MLflow ends the trainer's active
-   run as FINISHED at interpreter exit even when the trainer failed.
+   run as FINISHED at interpreter exit even when the trainer failed. The per-step criticality counts
+   the hooks wrote are summed into ``contract.CRITICALITY_HISTOGRAM``.
 
 Preemption (SLURM, through submitit) and Ctrl-C reach this process; it stops the trainer's process
 group, marks the run KILLED and lets the requeued job resume it (``gaca.backends.lifecycle``, the
@@ -23,12 +27,12 @@ import subprocess
 import sys
 from typing import Any
 
-from gaca.backends.config import RunConfig
+from gaca.backends.config import RunConfig, verl_environment
 from gaca.backends.lifecycle import finishing, open_or_skip
 from gaca.backends.result import TrainResult
-from gaca.backends.verl.job import VerlJob, build_job, launcher_gpus_per_node
+from gaca.backends.verl.job import VerlJob, build_job, launcher_gpus_per_node, runs_on_cpu, served_files
 from gaca.backends.verl.metrics import publish_contract_metrics
-from gaca.contract import FINAL_EVAL_SUCCESS_RATE
+from gaca.contract import CRITICALITY_HISTOGRAM, FINAL_EVAL_SUCCESS_RATE
 
 STOP_GRACE_S = 30.0
 """Seconds the trainer gets to exit after SIGTERM before SIGKILL."""
@@ -44,12 +48,23 @@ def launch(run: RunConfig, resolved: dict[str, Any]) -> TrainResult:
     config it was built from (for the run key and the params)."""
     from mlflow.tracking import MlflowClient
 
+    from gaca.backends.cpu.loop import histogram_csv
+    from gaca.backends.verl.agent_hooks import criticality_histogram
+    from gaca.backends.verl.preflight import check_trainer
+    from gaca.tracking.identity import run_key
+    from gaca.tracking.store import resolve_tracking_uri
+
+    cpu, gpus = runs_on_cpu(run), launcher_gpus_per_node()
+    check_trainer(run, build_job(run, run_key(resolved), resolve_tracking_uri(run.tracking.uri), None, gpus, cpu))
     opened = open_or_skip(run, resolved)
     if isinstance(opened, TrainResult):
         return opened
     key, logger = opened.key, opened.logger
+    files = served_files(run, key)
     with finishing(logger):
-        job = build_job(run, key, opened.uri, logger.run_id, launcher_gpus_per_node())
+        job = build_job(run, key, opened.uri, logger.run_id, gpus, cpu)
+        if verl_environment(run) == "gaca":
+            prepare_served(run, key)
         logger.log_text(job.shell() + "\n", "verl/command.sh")
         print(f"gaca job: verl trainer for run {key} (MLflow run {logger.run_id}):\n{job.shell()}", file=sys.stderr, flush=True)
         code = run_trainer(job)
@@ -60,7 +75,24 @@ def launch(run: RunConfig, resolved: dict[str, Any]) -> TrainResult:
             print(f"gaca job: {FINAL_METRIC} not logged: {published.missing_final}", file=sys.stderr, flush=True)
         else:
             logger.log_metrics({FINAL_METRIC: published.final}, step=run.trainer.iterations)
+        histogram = criticality_histogram(str(files.output), run.trainer.iterations)
+        if histogram is not None:
+            logger.log_text(histogram_csv(histogram), CRITICALITY_HISTOGRAM)
     return TrainResult(logger.run_id, key, published.final, curve=published.curve)
+
+
+def prepare_served(run: RunConfig, key: str) -> None:
+    """What a job with gaca's environments makes before the trainer starts: the starting policy
+    (model tiny or small) and the task files (one batch of training and of validation rows)."""
+    from gaca.backends.verl.policy_export import export_starting_policy
+    from gaca.backends.verl.task_files import write_task_files
+
+    files = served_files(run, key)
+    if run.model.name != "path":
+        export_starting_policy(run, files.policy)
+    trainer = run.trainer
+    evaluation = (trainer.num_eval_tasks or run.env.num_eval_tasks) * trainer.eval_episodes_per_task
+    write_task_files(files.data, trainer.tasks_per_iteration, evaluation)
 
 
 def run_trainer(job: VerlJob) -> int:
