@@ -80,7 +80,7 @@ def main(argv: list[str]) -> int:
 def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: bool) -> int:
     """List ``runs`` with their state; unless ``dry_run``, launch the unfinished ones and wait."""
     from gaca.orchestration.plan import attach_states, estimate, recorded_runs, shared_overrides, tracking_of
-    from gaca.tracking.store import prepare_store
+    from gaca.tracking.backup import prepare_for_writes
 
     try:
         uri, experiment = tracking_of(runs)
@@ -92,7 +92,7 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
         print(f"gaca sweep: {problem}; nothing was launched", file=sys.stderr)
         return EXIT_INVALID
     if not dry_run:
-        prepare_store(uri, experiment)  # once, before any job opens the store
+        prepare_for_writes(uri, experiment, f"sweep-{name}")  # once, before any job opens the store
     attach_states(runs, recorded_runs(uri, experiment))
     print(redact_text(run_table(runs)))
     shared = shared_overrides(runs)
