@@ -88,9 +88,8 @@ def test_secret_env_vars_leave_a_job_s_overrides_for_the_environment():
 
     os.environ.update(environ)
     try:
-        parsed = {o.split("=", 1)[0].lstrip("+"): o.split("=", 1)[1] for o in (first[0], second[0])}
-        config = OmegaConf.create({"a": parsed["backend.env_vars.WANDB_API_KEY"]})
-        assert OmegaConf.to_container(config, resolve=True) == {"a": "k3y1"}
+        config = OmegaConf.create({"a": first[0].split("=", 1)[1], "b": second[0].split("=", 1)[1]})
+        assert OmegaConf.to_container(config, resolve=True) == {"a": "k3y1", "b": "other"}
     finally:
         for name in environ:
             os.environ.pop(name)
