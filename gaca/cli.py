@@ -13,6 +13,7 @@ BENCHMARKS = {
     "train": "gaca.bench.train",
     "dispatch": "gaca.bench.dispatch",
     "testbed": "gaca.bench.testbed",
+    "soak": "gaca.bench.soak",
 }
 
 # command -> (module with main(argv) -> int | None, one-line help)

@@ -119,7 +119,20 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
     if not to_launch:
         print("nothing to launch")
         return 0
-    return dispatch(to_launch, session, name, [run for run in runs if run.state == RUNNING])
+    return launch_claimed(to_launch, session, name, [run for run in runs if run.state == RUNNING], uri, experiment)
+
+
+def launch_claimed(
+    runs: list[PlannedRun], session: HydraSession, name: str, elsewhere: list[PlannedRun], uri: str, experiment: str
+) -> int:
+    """``dispatch`` the runs this driver claims; wait for those another sweep holds (``gaca.orchestration.claims``)."""
+    from gaca.orchestration.claims import dispatch_claimed
+    from gaca.orchestration.plan import attach_states, recorded_runs
+
+    return dispatch_claimed(
+        runs, lambda mine: dispatch(mine, session, name, elsewhere),
+        lambda waiting: attach_states(waiting, recorded_runs(uri, experiment)),
+    )
 
 
 def unusable_places(runs: list[PlannedRun], uri: str, session: HydraSession, dry_run: bool) -> str | None:
