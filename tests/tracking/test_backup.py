@@ -70,7 +70,7 @@ def test_a_truncated_store_is_one_line_naming_the_file_and_the_newest_backup(tmp
 def test_backups_taken_while_another_process_writes_are_each_a_consistent_state(tmp_path: Path):
     database, uri = make_store(tmp_path, 1)
     started = tmp_path / "started"
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, uri, str(started), "15"], stderr=subprocess.PIPE, text=True)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, uri, str(started), "8"], stderr=subprocess.PIPE, text=True)
     while not started.exists() and writer.poll() is None:
         pass
     taken = []
@@ -87,7 +87,7 @@ def test_backups_taken_while_another_process_writes_are_each_a_consistent_state(
         # every run that the copy shows FINISHED has all its points: no torn write
         assert all(points.get(run) == (10 if n else 1) for n, (run, status) in enumerate(rows) if status == "FINISHED")
         finished.append(sum(status == "FINISHED" for _, status in rows))
-    assert finished == sorted(finished) and finished[-1] <= 16
+    assert finished == sorted(finished) and finished[-1] <= 9
     assert [b.name for b in backup.backups(database)] == [b.path.name for b in reversed(taken)]
 
 

@@ -70,9 +70,9 @@ def save_checkpoint(directory: Path, iteration: int, policy: Policy, state: dict
         if isinstance(error, RuntimeError) and not _is_write_failure(error):
             raise
         published = checkpoint_folders(directory)
-        kept = f"the previous checkpoint {published[0]} is intact" if published else "no earlier checkpoint exists"
+        kept = f"the previous checkpoint {published[0].absolute()} is intact" if published else "no earlier checkpoint exists"
         raise CheckpointWriteError(
-            f"cannot write checkpoint {partial} ({getattr(error, 'strerror', None) or error}); {kept}; "
+            f"cannot write checkpoint {partial.absolute()} ({getattr(error, 'strerror', None) or error}); {kept}; "
             "free space (or make the folder writable) and rerun: the run resumes from it"
         ) from None
     for old in checkpoint_folders(directory)[KEEP:]:
