@@ -98,8 +98,9 @@ def check_integrity(path: Path) -> None:
 
 
 def check_store(uri: str, writes: bool = True) -> None:
-    """Look at the store once, before any work: a server must answer within ``CONNECT_TIMEOUT_S``; an
-    SQLite store (or its folder, when it is still to be created) must be writable when ``writes``.
+    """Look at the store once, before any work: a server must answer within ``CONNECT_TIMEOUT_S`` and
+    accept this process's credentials (``check_credentials``); an SQLite file must pass
+    ``check_integrity``, and it (or its folder, when it is still to be created) be writable when ``writes``.
 
     Raises ``StoreUnavailable`` with one line that names the store (password masked) and what to do.
     """
@@ -230,6 +231,24 @@ def store_lock(uri: str) -> Iterator[None]:
         handle.close()
 
 
+CREATING_SUFFIX = ".creating"
+
+
+def create_atomically(uri: str) -> None:
+    """A fresh SQLite store's schema, built in ``<file>.creating`` and renamed into place: a process
+    killed while MLflow migrates it (tens of statements, not one transaction) leaves no half-made
+    store for the next one to trip on. Call under ``store_lock``."""
+    from mlflow.tracking import MlflowClient
+
+    path = sqlite_path(uri)
+    if path is None or path.exists():
+        return
+    fresh = path.with_name(path.name + CREATING_SUFFIX)
+    fresh.unlink(missing_ok=True)
+    MlflowClient(tracking_uri=f"sqlite:///{fresh.absolute()}").search_experiments(max_results=1)  # migrates
+    os.replace(fresh, path)
+
+
 def prepare_store(uri: str, experiment: str) -> str:
     """Create the store's schema and the experiment if needed; return the experiment id.
 
@@ -240,6 +259,7 @@ def prepare_store(uri: str, experiment: str) -> str:
     from mlflow.tracking import MlflowClient
 
     with store_lock(uri):
+        create_atomically(uri)
         client = MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(experiment)
         if found is None:
