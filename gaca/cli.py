@@ -13,6 +13,7 @@ BENCHMARKS = {
     "train": "gaca.bench.train",
     "dispatch": "gaca.bench.dispatch",
     "testbed": "gaca.bench.testbed",
+    "soak": "gaca.bench.soak",
 }
 
 # command -> (module with main(argv) -> int | None, one-line help)
@@ -22,7 +23,8 @@ COMMANDS = {
     "status": ("gaca.orchestration.status", "what is done, running, failed or missing: gaca status [BLOCK]"),
     "search": ("gaca.orchestration.search", "Optuna search over the gate: gaca search gate [--trials N] [--workers K]"),
     "report": ("analysis.report", "LaTeX tables, figures and claims from MLflow: gaca report [BLOCK ...] [--out reports/]"),
-    "mlflow": ("gaca.tracking.server", "serve the project's MLflow store on 127.0.0.1 for the UI"),
+    "mlflow": ("gaca.tracking.server", "serve the project's MLflow store (127.0.0.1; elsewhere with authentication)"),
+    "backup": ("gaca.tracking.backup_cli", "backups of the SQLite store: gaca backup list | gaca backup restore [NAME]"),
     "verl-agent": ("gaca.backends.verl.agent_check", "can gaca's hooks run this verl-agent checkout: gaca verl-agent check PATH"),
     "bench": (None, "print a benchmark table: gaca bench {" + "|".join(BENCHMARKS) + "}"),
 }

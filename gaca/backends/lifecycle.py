@@ -50,11 +50,14 @@ def open_or_skip(run: RunConfig, resolved: dict[str, Any]) -> OpenRun | TrainRes
     from gaca.contract import flatten
     from gaca.tracking.identity import run_key
     from gaca.tracking.run import RunLogger, find_run
-    from gaca.tracking.store import prepare_store, resolve_tracking_uri
+    from gaca.tracking.backup import hold_in_use
+    from gaca.tracking.store import prepare_store, resolve_tracking_uri, sqlite_path
     from gaca.tracking.tags import run_name, run_tags
 
     key = run_key(resolved)
     uri = resolve_tracking_uri(run.tracking.uri)
+    if sqlite_path(uri) is not None:
+        hold_in_use(sqlite_path(uri))  # `gaca backup restore` waits for this process to end
     experiment_id = prepare_store(uri, run.tracking.experiment)
     existing = find_run(MlflowClient(tracking_uri=uri), experiment_id, key)
     if existing is not None and existing.status == "FINISHED":

@@ -69,7 +69,11 @@ class JobPool:
         """key -> (job, time.monotonic() and time.time() at submission)."""
 
     def add(self, items: list[tuple[Hashable, int, list[str]]]) -> None:
-        self.queue.extend(items)
+        """Queue jobs; their secret ``backend.env_vars`` values move to this process's environment,
+        which the jobs inherit, so that no job pickle holds them (``gaca.tracking.secrets``)."""
+        from gaca.tracking.secrets import through_environment
+
+        self.queue.extend((key, number, through_environment(overrides)) for key, number, overrides in items)
 
     @property
     def busy(self) -> bool:

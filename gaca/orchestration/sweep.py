@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
 def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: bool) -> int:
     """List ``runs`` with their state; unless ``dry_run``, launch the unfinished ones and wait."""
     from gaca.orchestration.plan import attach_states, estimate, recorded_runs, shared_overrides, tracking_of
-    from gaca.tracking.store import prepare_store
+    from gaca.tracking.backup import prepare_for_writes
 
     try:
         uri, experiment = tracking_of(runs)
@@ -102,7 +102,7 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
         print(f"gaca sweep: {problem}; nothing was launched", file=sys.stderr)
         return EXIT_INVALID
     if not dry_run:
-        prepare_store(uri, experiment)  # once, before any job opens the store
+        prepare_for_writes(uri, experiment, f"sweep-{name}")  # once, before any job opens the store
     attach_states(runs, recorded_runs(uri, experiment))
     print(redact_text(run_table(runs)))
     shared = shared_overrides(runs)
@@ -129,7 +129,20 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
     if not to_launch:
         print("nothing to launch")
         return 0
-    return dispatch(to_launch, session, name, [run for run in runs if run.state == RUNNING])
+    return launch_claimed(to_launch, session, name, [run for run in runs if run.state == RUNNING], uri, experiment)
+
+
+def launch_claimed(
+    runs: list[PlannedRun], session: HydraSession, name: str, elsewhere: list[PlannedRun], uri: str, experiment: str
+) -> int:
+    """``dispatch`` the runs this driver claims; wait for those another sweep holds (``gaca.orchestration.claims``)."""
+    from gaca.orchestration.claims import dispatch_claimed
+    from gaca.orchestration.plan import attach_states, recorded_runs
+
+    return dispatch_claimed(
+        runs, lambda mine: dispatch(mine, session, name, elsewhere),
+        lambda waiting: attach_states(waiting, recorded_runs(uri, experiment)),
+    )
 
 
 def unusable_places(runs: list[PlannedRun], uri: str, session: HydraSession, dry_run: bool) -> str | None:

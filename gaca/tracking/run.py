@@ -29,6 +29,10 @@ def git_commit() -> str:
         return "unknown"
 
 
+class ArtifactWriteError(RuntimeError):
+    """An artifact that could not be written to the run's artifact store."""
+
+
 @dataclass
 class ExistingRun:
     run_id: str
@@ -94,8 +98,16 @@ class RunLogger:
         self.client.log_batch(self.run_id, metrics=batch)
 
     def log_text(self, text: str, artifact_file: str) -> None:
-        """A text artifact (the run's config.yaml, outcomes, transcripts), secrets masked."""
-        self.client.log_text(self.run_id, redact_text(text), artifact_file)
+        """A text artifact (the run's config.yaml, outcomes, transcripts), secrets masked; a write that
+        fails (a full disk, a read-only folder) is an ``ArtifactWriteError`` naming where it went."""
+        try:
+            self.client.log_text(self.run_id, redact_text(text), artifact_file)
+        except OSError as error:
+            where = error.filename or f"{self.client.get_run(self.run_id).info.artifact_uri}/{artifact_file}"
+            raise ArtifactWriteError(
+                f"cannot write artifact {artifact_file} of MLflow run {self.run_id} to {where} "
+                f"({error.strerror or error}); free space (or make the folder writable) and rerun"
+            ) from None
 
     def log_tags(self, tags: Mapping[str, str]) -> None:
         self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in tags.items()])

@@ -3,17 +3,23 @@ config or a message is written (params, artifacts, logs, job pickles, printed pl
 
 A tracking URI's credentials travel to MLflow through its own variables (``MLFLOW_TRACKING_USERNAME``
 and ``MLFLOW_TRACKING_PASSWORD``, see ``gaca.tracking.store.resolve_tracking_uri``), so a redacted
-URI (``http://alice:***@host``) is still a working reference to the store in a job's config.
+URI (``http://alice:***@host``) is still a working reference to the store in a job's config. A
+secret-looking ``backend.env_vars`` value reaches a job the same way, through the environment
+(``through_environment``): its override says ``${oc.env:GACA_SECRET_NAME}``, which the job resolves.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Mapping
 
 MASK = "***"
 SECRET_WORDS = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "AUTH"})
 """A variable whose name holds one of these words (split at ``_``) is a secret: ``WANDB_API_KEY``, ``HF_TOKEN``."""
+ENV_PREFIX = "GACA_SECRET_"
+"""The driver's variable that carries a job's secret ``backend.env_vars.NAME`` (``GACA_SECRET_NAME``)."""
+ENV_VARS_KEY = "backend.env_vars"
 PUBLIC_NAMES = frozenset({"RUN_KEY", "GACA_RUN_KEY"})
 """Names with a secret word that hold no secret: a run's identity hash (the verl job's ``GACA_RUN_KEY``)."""
 
@@ -78,3 +84,43 @@ def redact_config(config: Any) -> Any:
 def redact_params(params: Mapping[str, str]) -> dict[str, str]:
     """Flattened params (``backend.env_vars.HF_TOKEN``) with secrets masked, as ``redact_config`` does."""
     return {key: MASK if looks_secret(key) else redact_text(value) for key, value in params.items()}
+
+
+def through_environment(overrides: list[str], environ: dict[str, str] | None = None) -> list[str]:
+    """A job's ``overrides`` with each secret-looking ``backend.env_vars`` value replaced by
+    ``${oc.env:GACA_SECRET_NAME}`` and put in ``environ`` (default ``os.environ``, which local jobs
+    inherit and ``sbatch`` exports), so that no job pickle holds it. ``+backend.env_vars.NAME=value``
+    and ``backend.env_vars={NAME: value, ...}`` are both rewritten; a name that two runs give
+    different values gets ``GACA_SECRET_NAME_2``, and so on."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from gaca.orchestration.session import quoted
+
+    environ = os.environ if environ is None else environ
+    parser = OverridesParser.create()
+
+    def reference(name: str, value: str) -> str:
+        variable, n = f"{ENV_PREFIX}{name}", 1
+        while environ.get(variable) not in (None, value):
+            n += 1
+            variable = f"{ENV_PREFIX}{name}_{n}"
+        environ[variable] = value
+        return "${oc.env:" + variable + "}"
+
+    rewritten = []
+    for text in overrides:
+        head = text.split("=", 1)[0]
+        key = head.lstrip("+~")
+        if "=" not in text or not (key == ENV_VARS_KEY or key.startswith(ENV_VARS_KEY + ".")):
+            rewritten.append(text)
+            continue
+        value = parser.parse_override(text).value()
+        if key != ENV_VARS_KEY and looks_secret(key) and isinstance(value, str):
+            rewritten.append(f"{head}={reference(key.rsplit('.', 1)[1], value)}")
+        elif key == ENV_VARS_KEY and isinstance(value, dict) and any(map(looks_secret, value)):
+            items = [f"{name}: {reference(name, v) if looks_secret(name) and isinstance(v, str) else quoted(str(v))}"
+                     for name, v in value.items()]
+            rewritten.append(f"{head}={{{', '.join(items)}}}")
+        else:
+            rewritten.append(text)
+    return rewritten

@@ -1,4 +1,6 @@
-"""The MLflow store: where it is, and creating it under a lock between processes before anything logs."""
+"""The MLflow store: where it is, whether it is usable (a server that answers and accepts the
+credentials; an SQLite file that is intact and writable), and creating it under a lock between
+processes before anything logs."""
 
 from __future__ import annotations
 
@@ -62,12 +64,43 @@ def store_exists(uri: str) -> bool:
 
 
 class StoreUnavailable(RuntimeError):
-    """The tracking store cannot be used: a server that does not answer, a folder that cannot be written."""
+    """The tracking store cannot be used: a server that does not answer or refuses the credentials,
+    a damaged SQLite file, a folder that cannot be written."""
+
+
+def check_integrity(path: Path) -> None:
+    """``PRAGMA quick_check`` of the SQLite file ``path`` (linear in its size, no index cross-check:
+    tens of milliseconds for a study's store); ``StoreUnavailable`` naming the file, the newest
+    backup and how to recover when it is damaged.
+
+    Opened read-write where the file allows it, so that a hot journal left by a writer that was
+    killed mid-commit is rolled back (as the next writer would) instead of reading as damage.
+    """
+    import sqlite3
+    from urllib.parse import quote
+
+    problem = None
+    try:
+        connection = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=rw", uri=True, timeout=60)
+        try:
+            rows = [row[0] for row in connection.execute("PRAGMA quick_check").fetchall()]
+        finally:
+            connection.close()
+        if rows != ["ok"]:
+            problem = "; ".join(rows[:2]) + (f" (and {len(rows) - 2} more)" if len(rows) > 2 else "")
+    except sqlite3.Error as error:
+        problem = str(error)
+    if problem is None:
+        return
+    from gaca.tracking.backup import recovery_hint
+
+    raise StoreUnavailable(f"the MLflow store {path.absolute()} is damaged ({problem}); {recovery_hint(path)}")
 
 
 def check_store(uri: str, writes: bool = True) -> None:
-    """Look at the store once, before any work: a server must answer within ``CONNECT_TIMEOUT_S``; an
-    SQLite store (or its folder, when it is still to be created) must be writable when ``writes``.
+    """Look at the store once, before any work: a server must answer within ``CONNECT_TIMEOUT_S`` and
+    accept this process's credentials (``check_credentials``); an SQLite file must pass
+    ``check_integrity``, and it (or its folder, when it is still to be created) be writable when ``writes``.
 
     Raises ``StoreUnavailable`` with one line that names the store (password masked) and what to do.
     """
@@ -92,8 +125,11 @@ def check_store(uri: str, writes: bool = True) -> None:
                 f"{shown} answers, but not as an MLflow tracking server (HTTP {answers} for {list(SERVER_PROBES)}); "
                 "check MLFLOW_TRACKING_URI (or tracking.uri)"
             )
+        check_credentials(uri)
         return
     path = sqlite_path(uri)
+    if path is not None and path.is_file():
+        check_integrity(path)
     if path is None or not writes:
         return
     problem = unwritable(path)
@@ -104,13 +140,42 @@ def check_store(uri: str, writes: bool = True) -> None:
         )
 
 
-def _http_status(url: str) -> int | str:
-    """The HTTP status of a GET of ``url``, or why nothing answered (within ``CONNECT_TIMEOUT_S``)."""
+def check_credentials(uri: str) -> None:
+    """``StoreUnavailable`` when the server at ``uri`` refuses this process's credentials (the URI's
+    user-info, else ``MLFLOW_TRACKING_USERNAME`` / ``MLFLOW_TRACKING_PASSWORD``) or needs some."""
+    from gaca.tracking.auth import PASSWORD_VARIABLE, USER_VARIABLE, Credentials, client_credentials
+    from gaca.tracking.secrets import MASK, redact_uri, split_userinfo
+
+    bare, user, password = split_userinfo(uri)
+    given = Credentials(unquote(user or ""), unquote(password)) if password not in (None, MASK) else client_credentials()
+    status = _http_status(f"{bare.rstrip('/')}/{SERVER_PROBES[1]}", given)
+    if status != 401:
+        return
+    shown = redact_uri(uri)
+    if given is None:
+        raise StoreUnavailable(
+            f"the MLflow server at {shown} requires authentication; set {USER_VARIABLE} and {PASSWORD_VARIABLE} "
+            "(`gaca mlflow` keeps them in mlflow-auth/credentials: set -a; . mlflow-auth/credentials; set +a)"
+        )
+    raise StoreUnavailable(
+        f"the MLflow server at {shown} refused user {given.username!r}: wrong user name or password "
+        f"(check {USER_VARIABLE} and {PASSWORD_VARIABLE} against the server's mlflow-auth/credentials)"
+    )
+
+
+def _http_status(url: str, credentials=None) -> int | str:
+    """The HTTP status of a GET of ``url`` (with HTTP basic ``credentials``, a ``gaca.tracking.auth.Credentials``),
+    or why nothing answered (within ``CONNECT_TIMEOUT_S``)."""
+    import base64
     import urllib.error
     import urllib.request
 
+    request = urllib.request.Request(url)
+    if credentials is not None:
+        token = base64.b64encode(f"{credentials.username}:{credentials.password}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
     try:
-        with urllib.request.urlopen(url, timeout=CONNECT_TIMEOUT_S) as answer:
+        with urllib.request.urlopen(request, timeout=CONNECT_TIMEOUT_S) as answer:
             return answer.status
     except urllib.error.HTTPError as error:
         return error.code
@@ -140,20 +205,48 @@ def store_lock(uri: str) -> Iterator[None]:
     """Hold the store's inter-process lock (SQLite only; a server serialises its own clients).
 
     Alembic's migrations of a fresh SQLite file are not safe against each other: eight processes
-    creating one at once all fail and leave it half-migrated (docs/dependencies.md). The OS drops the lock when
-    its holder dies, however it dies.
+    creating one at once all fail and leave it half-migrated (docs/dependencies.md). The OS drops the
+    lock when its holder dies, however it dies. The holder deletes the lock file before releasing it, so
+    none is left behind; a process that locked a file deleted meanwhile locks the new one instead.
     """
     path = sqlite_path(uri)
     if path is None:
         yield
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + LOCK_SUFFIX), "a") as handle:
+    lock = path.with_name(path.name + LOCK_SUFFIX)
+    while True:
+        handle = open(lock, "a")
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            if os.fstat(handle.fileno()).st_ino == os.stat(lock).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        handle.close()  # its holder deleted it after we opened it: lock the current one
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        handle.close()
+
+
+CREATING_SUFFIX = ".creating"
+
+
+def create_atomically(uri: str) -> None:
+    """A fresh SQLite store's schema, built in ``<file>.creating`` and renamed into place: a process
+    killed while MLflow migrates it (tens of statements, not one transaction) leaves no half-made
+    store for the next one to trip on. Call under ``store_lock``."""
+    from mlflow.tracking import MlflowClient
+
+    path = sqlite_path(uri)
+    if path is None or path.exists():
+        return
+    fresh = path.with_name(path.name + CREATING_SUFFIX)
+    fresh.unlink(missing_ok=True)
+    MlflowClient(tracking_uri=f"sqlite:///{fresh.absolute()}").search_experiments(max_results=1)  # migrates
+    os.replace(fresh, path)
 
 
 def prepare_store(uri: str, experiment: str) -> str:
@@ -166,6 +259,7 @@ def prepare_store(uri: str, experiment: str) -> str:
     from mlflow.tracking import MlflowClient
 
     with store_lock(uri):
+        create_atomically(uri)
         client = MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(experiment)
         if found is None:

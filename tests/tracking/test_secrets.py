@@ -64,3 +64,32 @@ def test_credentials_move_to_mlflows_variables_and_a_masked_uri_uses_them(monkey
     assert (os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"]) == ("alice", "p@ss")
     assert resolve_tracking_uri("http://alice:***@h:1") == "http://h:1"  # what a job receives
     assert os.environ["MLFLOW_TRACKING_PASSWORD"] == "p@ss"
+
+
+def test_secret_env_vars_leave_a_job_s_overrides_for_the_environment():
+    from omegaconf import OmegaConf
+
+    from gaca.tracking.secrets import through_environment
+
+    environ: dict[str, str] = {}
+    overrides = [
+        "+backend.env_vars.WANDB_API_KEY=k3y1", "seed=1", "+backend.env_vars.DATA_HOME=/data",
+        "+backend.env_vars={HF_TOKEN: 'tok en', LANG: C}",
+    ]
+    first = through_environment(overrides, environ)
+    second = through_environment(["+backend.env_vars.WANDB_API_KEY=other"], environ)
+    text = " ".join(first + second)
+    assert "k3y" not in text and "tok en" not in text and "other" not in text
+    assert first[1:3] == overrides[1:3]  # nothing else changes
+    assert environ == {"GACA_SECRET_WANDB_API_KEY": "k3y1", "GACA_SECRET_HF_TOKEN": "tok en",
+                       "GACA_SECRET_WANDB_API_KEY_2": "other"}
+    # what a job composes from them resolves to the values again
+    import os
+
+    os.environ.update(environ)
+    try:
+        config = OmegaConf.create({"a": first[0].split("=", 1)[1], "b": second[0].split("=", 1)[1]})
+        assert OmegaConf.to_container(config, resolve=True) == {"a": "k3y1", "b": "other"}
+    finally:
+        for name in environ:
+            os.environ.pop(name)

@@ -1,9 +1,11 @@
 """Verified, atomic checkpoints: a new folder per checkpoint, its manifest of sizes and SHA-256
 checksums written last, published by renaming one small pointer file.
 
-A crash while writing leaves at most an unpublished ``*.partial`` folder. A checkpoint damaged
-afterwards (a truncated file, a full disk, a bad copy) fails its manifest: it is reported with its
-path and the previous checkpoint, kept for that, is loaded instead.
+A crash while writing leaves at most an unpublished ``*.partial`` folder. A write that fails (a full
+disk, a read-only folder) removes its partial folder and ends the run with ``CheckpointWriteError``
+naming the path, the previous checkpoint still published. A checkpoint damaged afterwards (a
+truncated file, a bad copy) fails its manifest: it is reported with its path and the previous
+checkpoint, kept for that, is loaded instead.
 """
 
 from __future__ import annotations
@@ -43,25 +45,45 @@ class CorruptCheckpoint(RuntimeError):
     """A checkpoint folder whose files do not match its manifest, or that does not load."""
 
 
+class CheckpointWriteError(RuntimeError):
+    """A checkpoint that could not be written (no space left, a read-only folder); nothing was published."""
+
+
 def save_checkpoint(directory: Path, iteration: int, policy: Policy, state: dict[str, Any]) -> Path:
     """Write ``directory/iter-NNNNN`` with its manifest and point ``LATEST`` at it; only the newest
     ``KEEP`` checkpoints stay."""
-    directory.mkdir(parents=True, exist_ok=True)
     name = f"iter-{iteration:05d}"
-    partial = directory / f"{name}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    policy.save(partial / "policy")
-    torch.save({"iteration": iteration, **state}, partial / "state.pt")
-    (partial / MANIFEST).write_text(json.dumps(manifest(partial), indent=1, sort_keys=True))
-    final = directory / name
-    shutil.rmtree(final, ignore_errors=True)
-    os.rename(partial, final)
-    pointer = directory / f"{LATEST}.tmp"
-    pointer.write_text(name)
-    os.replace(pointer, directory / LATEST)
+    partial, final, pointer = directory / f"{name}.partial", directory / name, directory / f"{LATEST}.tmp"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(partial, ignore_errors=True)
+        policy.save(partial / "policy")
+        torch.save({"iteration": iteration, **state}, partial / "state.pt")
+        (partial / MANIFEST).write_text(json.dumps(manifest(partial), indent=1, sort_keys=True))
+        shutil.rmtree(final, ignore_errors=True)
+        os.rename(partial, final)
+        pointer.write_text(name)
+        os.replace(pointer, directory / LATEST)
+    except (OSError, RuntimeError) as error:  # torch.save reports a failed write as a RuntimeError
+        shutil.rmtree(partial, ignore_errors=True)
+        pointer.unlink(missing_ok=True)
+        if isinstance(error, RuntimeError) and not _is_write_failure(error):
+            raise
+        published = checkpoint_folders(directory)
+        kept = f"the previous checkpoint {published[0].absolute()} is intact" if published else "no earlier checkpoint exists"
+        raise CheckpointWriteError(
+            f"cannot write checkpoint {partial.absolute()} ({getattr(error, 'strerror', None) or error}); {kept}; "
+            "free space (or make the folder writable) and rerun: the run resumes from it"
+        ) from None
     for old in checkpoint_folders(directory)[KEEP:]:
         shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def _is_write_failure(error: RuntimeError) -> bool:
+    """Whether torch.save's ``error`` is a failed file write (its message carries the OS's)."""
+    text = str(error).lower()
+    return any(words in text for words in ("no space left", "read-only", "file write failed", "permission denied"))
 
 
 def manifest(folder: Path) -> dict[str, dict[str, Any]]:
@@ -106,9 +128,12 @@ def checkpoint_folders(directory: Path) -> list[Path]:
 
 
 def load_checkpoint(
-    directory: Path, device: str | None = None, report: Callable[[str], None] | None = None
+    directory: Path, device: str | None = None, report: Callable[[str], None] | None = None,
+    newest: int | None = None,
 ) -> Checkpoint | None:
-    """The newest intact checkpoint of ``directory``, or None when there is none.
+    """The newest intact checkpoint of ``directory`` after at most ``newest`` iterations (the last
+    step the run's MLflow record holds: a store restored from a backup may hold fewer than the
+    checkpoints, and resuming past it would leave a gap in the curves), or None when there is none.
 
     Each damaged one is reported (``report``, default: a line on stderr) with its path and why,
     and the next older one is tried; when none is intact, a line says the run starts over.
@@ -116,6 +141,10 @@ def load_checkpoint(
     report = report or (lambda line: print(line, file=sys.stderr, flush=True))
     folders = checkpoint_folders(directory)
     for folder in folders:
+        if newest is not None and int(folder.name.removeprefix("iter-")) > newest:
+            report(f"gaca train: checkpoint {folder.resolve()} is ahead of the run's MLflow record (its last "
+                   f"step is {newest}); trying an older one")
+            continue
         try:
             return _load(folder, device)
         except CorruptCheckpoint as error:

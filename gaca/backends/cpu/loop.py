@@ -176,7 +176,7 @@ def _train(run: RunConfig, opened: OpenRun, quiet: bool | None, stop_after: int 
     family = make_family(run.env)
     output = Path(run.output_dir)
     checkpoint_dir = output / key
-    checkpoint = load_checkpoint(checkpoint_dir) if run.resume and opened.resumed else None
+    checkpoint = load_checkpoint(checkpoint_dir, newest=logger.logged_until) if run.resume and opened.resumed else None
     if checkpoint is not None and checkpoint.state.get("run_id") != logger.run_id:
         checkpoint = None  # a checkpoint of a run MLflow does not know starts over
     if checkpoint is not None:

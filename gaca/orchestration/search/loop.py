@@ -26,13 +26,13 @@ class Search:
         from gaca.orchestration.dispatch import JobPool
         from gaca.orchestration.job import run as run_job
         from gaca.orchestration.plan import tracking_of
-        from gaca.tracking.store import prepare_store
+        from gaca.tracking.backup import prepare_for_writes
 
         self.search = search
         self.session = session
         self.run_overrides = run_overrides
         self.uri, self.experiment = tracking_of([sample_run])
-        self.experiment_id = prepare_store(self.uri, self.experiment)
+        self.experiment_id = prepare_for_writes(self.uri, self.experiment, f"search-{search.study}")
         self.reader = RunReader(MlflowClient(tracking_uri=self.uri), self.experiment_id, search.study)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.study = optuna.create_study(

@@ -1,0 +1,198 @@
+"""Backups of an SQLite store: a consistent online copy before each sweep or search writes, rotated,
+listed and restored by ``gaca backup``.
+
+Copies are taken with SQLite's backup API, which reads the store inside one read transaction: jobs
+that write meanwhile wait for it (SQLite's busy timeout) and the copy is a state the store was in.
+They live in ``mlflow-backups/`` beside the store, named ``<store>-<UTC time>-<what wrote next>.db``.
+
+Sweep and search drivers and every job hold a shared lock on that folder while they use the store;
+a restore takes it exclusively, so it refuses to replace a store that a running sweep writes to.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+FOLDER = "mlflow-backups"
+KEEP = 10
+"""Backups kept per store; the oldest beyond these are deleted after each new one."""
+REPLACED = ".replaced-"
+"""``mlflow.db.replaced-<time>``: a store that a restore moved aside (never deleted by gaca)."""
+_STAMP = "%Y%m%dT%H%M%SZ"
+_NAME = re.compile(r"^(?P<store>.+)-(?P<stamp>\d{8}T\d{6}Z)(?:\.(?P<n>\d+))?-(?P<reason>[\w.-]+)\.db$")
+_held: dict[Path, object] = {}
+"""Folder -> the open handle that holds this process's shared lock on it."""
+
+
+@dataclass(frozen=True)
+class Backup:
+    path: Path
+    taken: datetime
+    reason: str
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def backup_folder(store: Path) -> Path:
+    return store.absolute().parent / FOLDER
+
+
+def backups(store: Path) -> list[Backup]:
+    """The backups of ``store``, newest first."""
+    folder = backup_folder(store)
+    found = []
+    for path in folder.glob(f"{store.stem}-*.db") if folder.is_dir() else []:
+        match = _NAME.match(path.name)
+        if match and match["store"] == store.stem:
+            taken = datetime.strptime(match["stamp"], _STAMP).replace(tzinfo=timezone.utc)
+            found.append((taken, int(match["n"] or 0), Backup(path, taken, match["reason"])))
+    return [backup for _, _, backup in sorted(found, key=lambda item: item[:2], reverse=True)]
+
+
+def backup_store(store: Path, reason: str, keep: int = KEEP) -> Backup | None:
+    """A consistent copy of the SQLite file ``store`` (None when it does not exist yet), then rotation."""
+    if not store.is_file():
+        return None
+    folder = backup_folder(store)
+    folder.mkdir(parents=True, exist_ok=True)
+    now = datetime.now(timezone.utc)
+    reason = re.sub(r"[^\w.-]+", "_", reason) or "backup"
+    base = f"{store.stem}-{now.strftime(_STAMP)}"
+    same_second = [_NAME.match(path.name) for path in folder.glob(f"{base}*.db")]
+    n = max((int(match["n"] or 0) + 1 for match in same_second if match), default=0)  # unique and ordered
+    target = folder / f"{base}{f'.{n}' if n else ''}-{reason}.db"
+    partial = target.with_name(target.name + ".partial")
+    source = sqlite3.connect(f"file:{_quoted(store)}?mode=ro", uri=True, timeout=60)
+    try:
+        copy = sqlite3.connect(partial)
+        try:
+            source.backup(copy)
+        finally:
+            copy.close()
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    finally:
+        source.close()
+    os.replace(partial, target)
+    for old in backups(store)[keep:]:
+        old.path.unlink(missing_ok=True)
+    return Backup(target, now.replace(microsecond=0), reason)
+
+
+def _quoted(path: Path) -> str:
+    from urllib.parse import quote
+
+    return quote(str(path.absolute()))
+
+
+def run_counts(path: Path) -> dict[str, int]:
+    """MLflow status -> runs (not deleted) in the SQLite store file ``path``; empty when unreadable."""
+    try:
+        connection = sqlite3.connect(f"file:{_quoted(path)}?mode=ro", uri=True, timeout=60)
+        try:
+            rows = connection.execute(
+                "SELECT status, COUNT(*) FROM runs WHERE lifecycle_stage = 'active' GROUP BY status"
+            ).fetchall()
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return {}
+    return dict(rows)
+
+
+def recovery_hint(store: Path) -> str:
+    """What to do about a damaged ``store``: restore its newest backup, or start a new store."""
+    found = backups(store)
+    if not found:
+        return (f"no backup of it exists ({backup_folder(store)} is empty); move it aside to start a new store, "
+                "or recover what SQLite can read with `sqlite3 FILE .recover`")
+    finished = run_counts(found[0].path).get("FINISHED", 0)
+    return (f"restore the newest backup, {found[0].path} ({found[0].taken:%Y-%m-%d %H:%M} UTC, {finished} finished runs), "
+            "with `gaca backup restore`; a sweep then reruns the runs logged after it")
+
+
+def hold_in_use(store: Path) -> None:
+    """Hold, until this process ends, a shared lock saying that it writes to ``store``."""
+    folder = backup_folder(store)
+    if folder in _held:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = os.open(folder, os.O_RDONLY)
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    _held[folder] = handle
+
+
+class StoreInUse(RuntimeError):
+    """A restore of a store that a running sweep, search or job uses."""
+
+
+def restore(store: Path, name: str | None = None) -> tuple[Backup, Path | None]:
+    """Replace ``store`` by its backup ``name`` (default the newest); (the backup, where the replaced
+    store and its journal were moved, or None when there was none)."""
+    from gaca.tracking.store import StoreUnavailable, check_integrity, store_lock
+
+    found = backups(store)
+    if not found:
+        raise FileNotFoundError(f"{store.absolute()} has no backup in {backup_folder(store)}")
+    chosen = found[0] if name is None else next((b for b in found if b.name == name), None)
+    if chosen is None:
+        raise FileNotFoundError(f"no backup named {name!r}; known: {', '.join(b.name for b in found)}")
+    try:
+        check_integrity(chosen.path)
+    except StoreUnavailable:
+        raise StoreUnavailable(f"the backup {chosen.path} is itself damaged; name an older one (gaca backup list)") from None
+    folder = backup_folder(store)
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StoreInUse(f"{store.absolute()} is in use by a running sweep, search or job; stop it "
+                             "(or wait for it) before restoring") from None
+        with store_lock(f"sqlite:///{store.absolute()}"):
+            aside = None
+            if store.exists():
+                aside = store.with_name(f"{store.name}{REPLACED}{datetime.now(timezone.utc).strftime(_STAMP)}")
+                os.replace(store, aside)
+            for suffix in ("-journal", "-wal", "-shm"):  # a hot journal of the old file must not touch the copy
+                side = store.with_name(store.name + suffix)
+                if side.exists() and aside is not None:
+                    os.replace(side, aside.with_name(aside.name + suffix))
+                side.unlink(missing_ok=True)
+            partial = store.with_name(store.name + ".partial")
+            source, copy = sqlite3.connect(f"file:{_quoted(chosen.path)}?mode=ro", uri=True), sqlite3.connect(partial)
+            try:
+                source.backup(copy)
+            finally:
+                copy.close()
+                source.close()
+            os.replace(partial, store)
+    finally:
+        os.close(handle)
+    return chosen, aside
+
+
+def prepare_for_writes(uri: str, experiment: str, reason: str) -> str:
+    """What a sweep or a search does before its jobs write: check the store, back up an SQLite one
+    (a line says where), hold it in use, create the store and experiment; the experiment id."""
+    import sys
+
+    from gaca.tracking.store import check_store, prepare_store, sqlite_path
+
+    check_store(uri)
+    path = sqlite_path(uri)
+    if path is not None:
+        taken = backup_store(path, reason)
+        if taken is not None:
+            print(f"backup of the MLflow store: {taken.path} (gaca backup list)", file=sys.stderr, flush=True)
+        hold_in_use(path)
+    return prepare_store(uri, experiment)
