@@ -26,6 +26,25 @@ checkout="$(cd "$checkout" && pwd)"
 # verl-agent's requirements.txt, less what needs a GPU or is for its developers, one requirement a line.
 mapfile -t pins < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$checkout/requirements.txt" \
   | grep -v -E '^$|^(flash-attn|liger-kernel|vllm|pre-commit|wandb|qwen-vl-utils)([^A-Za-z0-9_-]|$)')
+# setup.py's version ranges for what requirements.txt lists without one (ray: >=2.41,<=2.50), so that the
+# environment satisfies what `gaca verl-agent check` reads from both files.
+mapfile -t -O "${#pins[@]}" pins < <("${PYTHON:-python3}" -S - "$checkout" <<'PY'
+import ast, re, sys
+from pathlib import Path
+root = Path(sys.argv[1])
+name = lambda text: re.split(r"[\[<>=!~; ]", text, maxsplit=1)[0].lower().replace("_", "-")
+unversioned = set()
+for line in (root / "requirements.txt").read_text().splitlines():
+    line = line.split("#", 1)[0].strip()
+    if line and not re.search(r"[<>=!~]", line):
+        unversioned.add(name(line))
+for node in ast.walk(ast.parse((root / "setup.py").read_text())):
+    if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "install_requires" for t in node.targets):
+        for item in node.value.elts:
+            if re.search(r"[<>=!~]", item.value) and name(item.value) in unversioned:
+                print(item.value)
+PY
+)
 extra=(fastapi uvicorn cachetools openai pillow codetiming torchdata "mlflow>=3.1,<4")
 
 if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
