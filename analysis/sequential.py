@@ -50,8 +50,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import scipy.optimize
@@ -245,8 +245,12 @@ class Schedule:
         try:
             fields = dict(part.split("=", 1) for part in text.split(";"))
             return cls(
-                tuple(int(n) for n in fields["looks"].split(",")), fields["spending"], float(fields["alpha"]),
-                float(fields["margin"]), int(fields["min_deciding"]), float(fields["spend"]),
+                tuple(int(n) for n in fields["looks"].split(",")),
+                fields["spending"],
+                float(fields["alpha"]),
+                float(fields["margin"]),
+                int(fields["min_deciding"]),
+                float(fields["spend"]),
             )
         except (KeyError, ValueError) as error:
             raise ValueError(f"not a sequential design tag: {text!r} ({error})") from None
@@ -328,7 +332,14 @@ def run_sequential(
     return Stopped(look, decision, seeds, low, high)
 
 
-def run_fixed(differences: np.ndarray, task_variance: np.ndarray, tasks: float, alpha: float = stats.ALPHA, margin: float = stats.EQUIVALENCE_MARGIN, kind: str = GREATER) -> np.ndarray:
+def run_fixed(
+    differences: np.ndarray,
+    task_variance: np.ndarray,
+    tasks: float,
+    alpha: float = stats.ALPHA,
+    margin: float = stats.EQUIVALENCE_MARGIN,
+    kind: str = GREATER,
+) -> np.ndarray:
     """The fixed-n decision on all seeds at once (the fixed-n interval of ``analysis.cells``)."""
     n = differences.shape[1]
     level = alpha if kind == GREATER else 2 * alpha
@@ -337,14 +348,18 @@ def run_fixed(differences: np.ndarray, task_variance: np.ndarray, tasks: float, 
     return decide(estimate - half, estimate + half, kind, margin)
 
 
-def false_decision_rate(schedule: Schedule, replicates: int = CALIBRATION_REPLICATES, seed: int = CALIBRATION_SEED) -> float:
+def false_decision_rate(
+    schedule: Schedule, replicates: int = CALIBRATION_REPLICATES, seed: int = CALIBRATION_SEED
+) -> float:
     """The largest, over the regimes of ``analysis.sequential_sim``, share of simulated experiments
     without a true difference that ``schedule`` decides holds or contradicted."""
     from analysis.sequential_sim import REGIMES, TASKS, simulate
 
     worst = 0.0
     for number, regime in enumerate(REGIMES):
-        differences, variances = simulate(np.random.default_rng([seed, number]), regime, 0.0, replicates, schedule.max_seeds)
+        differences, variances = simulate(
+            np.random.default_rng([seed, number]), regime, 0.0, replicates, schedule.max_seeds
+        )
         decision = run_sequential(differences, variances, TASKS, schedule).decision
         worst = max(worst, float(np.mean((decision == HOLDS) | (decision == CONTRADICTED))))
     return worst

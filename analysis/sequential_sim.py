@@ -40,7 +40,9 @@ REGIMES = (
 )
 
 
-def simulate(rng: np.random.Generator, regime: Regime, difference: float, replicates: int, seeds: int) -> tuple[np.ndarray, np.ndarray]:
+def simulate(
+    rng: np.random.Generator, regime: Regime, difference: float, replicates: int, seeds: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-seed paired differences a - b and the estimated task-level variance of each (the
     within-seed variance of the per-task differences over ``TASKS``), each ``(replicates, seeds)``."""
     shape = (replicates, seeds)
@@ -63,5 +65,3 @@ def simulate(rng: np.random.Generator, regime: Regime, difference: float, replic
     noise = rng.standard_normal(shape) * np.sqrt(task_variance / TASKS)
     estimated = task_variance * rng.chisquare(TASKS - 1, shape) / (TASKS - 1)
     return level_a - level_b + noise, estimated / TASKS
-
-

@@ -11,16 +11,24 @@ row groups, and all three share one look.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.blocks import Block, environment_label, report_blocks, methods, scale_label
+from analysis.blocks import Block, environment_label, methods, report_blocks, scale_label
 from analysis.cells import (
-    PAIRED_SEEDS, PAIRED_TASKS, UNPAIRED, CellKey, CellResult, Comparison, Plan, compare, power_line,
+    PAIRED_SEEDS,
+    PAIRED_TASKS,
+    UNPAIRED,
+    CellKey,
+    CellResult,
+    Comparison,
+    Plan,
+    compare,
+    power_line,
 )
 from analysis.latex import escape
 from gaca.contract import DIAGNOSTIC_METRICS
@@ -159,9 +167,7 @@ def main_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) 
                     *(success(cell, _is_best(cell, best, measure), measure) for cell in row_cells),
                     difference(gain),
                     difference_interval(gain),
-                    NOT_RUN
-                    if gain is None
-                    else f"{gain.probability_of_improvement:.2f} ($p = {gain.p_value:.2f}$)",
+                    NOT_RUN if gain is None else f"{gain.probability_of_improvement:.2f} ($p = {gain.p_value:.2f}$)",
                 ]
             )
         previous_env = env

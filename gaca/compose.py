@@ -32,9 +32,13 @@ def compose(overrides: list[str]) -> DictConfig:
 def resolve(cfg: DictConfig) -> dict[str, Any]:
     """The composed config as plain data, Hydra's own node removed."""
     try:
-        resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True))  # a config root is a mapping
+        resolved = cast(
+            dict[str, Any], OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+        )  # a config root is a mapping
     except MissingMandatoryValue as error:
-        raise ConfigError(f"{error.full_key} is required (it has no default); set it with {error.full_key}=...") from None
+        raise ConfigError(
+            f"{error.full_key} is required (it has no default); set it with {error.full_key}=..."
+        ) from None
     resolved.pop("hydra", None)
     return resolved
 

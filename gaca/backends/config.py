@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from gaca.backends import BACKENDS
 from gaca.envs import EnvConfig
@@ -156,7 +157,7 @@ class TrainerConfig:
         return self.lr
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "TrainerConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> TrainerConfig:
         values = dict(values)
         _reject_unknown("trainer", values, cls)
         bc = values.pop("bc", None) or {}
@@ -239,8 +240,13 @@ class BackendConfig:
             raise ValueError(
                 f"backend.python must be a Python executable path, a mapping env family -> path, or null; got {self.python!r}"
             )
-        for key in ("gpus_per_node", "tensor_parallel_size", "max_prompt_length", "micro_batch_size_per_gpu",
-                    "log_prob_micro_batch_size_per_gpu"):
+        for key in (
+            "gpus_per_node",
+            "tensor_parallel_size",
+            "max_prompt_length",
+            "micro_batch_size_per_gpu",
+            "log_prob_micro_batch_size_per_gpu",
+        ):
             if getattr(self, key) is not None:
                 check_int(f"backend.{key}", getattr(self, key), 1)
         check_int("backend.nnodes", self.nnodes, 1)
@@ -257,7 +263,9 @@ class BackendConfig:
             raise ValueError(
                 f"backend.trainer_command must be a non-empty list of strings or null, got {self.trainer_command!r}"
             )
-        if not isinstance(self.overrides, (list, tuple)) or not all(isinstance(o, str) and "=" in o for o in self.overrides):
+        if not isinstance(self.overrides, (list, tuple)) or not all(
+            isinstance(o, str) and "=" in o for o in self.overrides
+        ):
             raise ValueError(f"backend.overrides must be a list of KEY=VALUE strings, got {self.overrides!r}")
         if not isinstance(self.env_vars, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.env_vars.items()
@@ -265,7 +273,7 @@ class BackendConfig:
             raise ValueError(f"backend.env_vars must map names to strings, got {self.env_vars!r}")
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "BackendConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> BackendConfig:
         _reject_unknown("backend", values, cls)
         return cls(**values)
 
@@ -305,7 +313,7 @@ class RunConfig:
             _check_verl_run(self)
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "RunConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> RunConfig:
         """Validate a plain mapping (e.g. ``OmegaConf.to_container(cfg, resolve=True)``).
 
         Raises ``ValueError`` whose message names the offending key, e.g. ``trainer.group_size``.
@@ -346,12 +354,15 @@ class RunConfig:
         env = self.env.to_dict()
         env["knobs"] = resolved_knobs(env)  # a preset's values, not only its name
         return {
-            "env": env, "model": self.model.to_dict(), "bc": self.trainer.bc.__dict__, "seed": self.seed,
+            "env": env,
+            "model": self.model.to_dict(),
+            "bc": self.trainer.bc.__dict__,
+            "seed": self.seed,
             "code": source_fingerprint(Path(__file__).parents[1], STARTING_POLICY_CODE),
         }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def source_fingerprint(root: Path, parts: tuple[str, ...]) -> str:
     """sha256 over the ``.py`` files of ``parts`` (folders, searched recursively, or files) under
     ``root``: each file's path relative to ``root`` and its bytes, in path order."""
@@ -386,7 +397,9 @@ def _check_verl_run(run: RunConfig) -> None:
             "backend=verl starts a checkpoint as loaded: use trainer=paper or trainer.init=scratch"
         )
     if run.trainer.clip_ratio_c is None:
-        raise ValueError("trainer.clip_ratio_c must be a number > 1 with backend=verl (verl always applies the dual clip)")
+        raise ValueError(
+            "trainer.clip_ratio_c must be a number > 1 with backend=verl (verl always applies the dual clip)"
+        )
     if run.trainer.lr_schedule != "constant":
         raise ValueError(
             f"trainer.lr_schedule={run.trainer.lr_schedule} is the CPU trainer's; backend=verl keeps verl's constant "
@@ -409,4 +422,6 @@ def _plain(value: Any, key: str) -> dict[str, Any]:
 
 
 def _reject_unknown(prefix: str, values: Mapping[str, Any], cls: type, extra: tuple[str, ...] = ()) -> None:
-    reject_unknown(prefix, {key: value for key, value in values.items() if key not in extra}, [f.name for f in fields(cls)])
+    reject_unknown(
+        prefix, {key: value for key, value in values.items() if key not in extra}, [f.name for f in fields(cls)]
+    )

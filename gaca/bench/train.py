@@ -12,7 +12,8 @@ import os
 import statistics
 import tempfile
 import time
-from typing import Callable, TypeVar, cast
+from collections.abc import Callable
+from typing import TypeVar, cast
 
 from mlflow.tracking import MlflowClient
 
@@ -67,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         (medians, curve), wall = train_in_temporary_store([f"trainer={preset}", *args.overrides], read)
         rows.append((preset, wall, medians, curve[0].value, curve[-1].value))
 
-    print("median seconds per iteration (env | generation | estimator | update | whole), rates, wall time incl. BC init and evals")
+    print(
+        "median seconds per iteration (env | generation | estimator | update | whole), rates, wall time incl. BC init and evals"
+    )
     header = f"{'preset':<8} {'env':>6} {'gen':>6} {'est':>6} {'update':>7} {'iter':>6} {'steps/s':>9} {'gen tok/s':>9} {'train tok/s':>11} {'wall s':>7} {'eval0':>6} {'evalN':>6}"
     print(header)
     for preset, wall, m, first, last in rows:

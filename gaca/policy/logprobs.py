@@ -13,7 +13,7 @@ to float rounding of batched vs incremental attention.
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch

@@ -135,7 +135,9 @@ def known_runs() -> tuple[list[SyntheticRun], dict[int, str]]:
     add(SyntheticRun("gaca", seed=0, final_success=0.99, preset="paper", iterations=15), "other_protocol")
     add(SyntheticRun("gaca", seed=0, overrides={"algorithm.lambda0": 0.3}, final_success=0.5, block="search"), "search")
     add(
-        SyntheticRun("gaca", seed=0, overrides={"trainer.lr": 0.5, "trainer.group_size": 2}, final_success=0.2, block="detector"),
+        SyntheticRun(
+            "gaca", seed=0, overrides={"trainer.lr": 0.5, "trainer.group_size": 2}, final_success=0.2, block="detector"
+        ),
         "other_trainer",
     )
     add(SyntheticRun("gaca", seed=0, final_success=0.01, tagged=False), "foreign")

@@ -23,7 +23,9 @@ BASE = 0.4
 """Logit of both cells' success on an average task and seed (60%): no true difference."""
 
 
-def experiment(rng: np.random.Generator, seeds: int, seed_sd: float, same_setting: bool) -> tuple[CellResult, CellResult]:
+def experiment(
+    rng: np.random.Generator, seeds: int, seed_sd: float, same_setting: bool
+) -> tuple[CellResult, CellResult]:
     """Two cells with the same true success, over ``seeds`` seeds of ``TASKS`` tasks, one episode each."""
     difficulty = rng.standard_normal((seeds, TASKS))
     shared = rng.standard_normal((seeds, 1)) * seed_sd * np.sqrt(0.5)

@@ -17,9 +17,18 @@ pytestmark = pytest.mark.slow
 def test_a_short_gaca_run_trains_on_the_real_engine(workdir, compose_run):
     tmp_path, uri = workdir
     run, resolved = compose_run(
-        "env=alfworld", f"env.cache_dir={tmp_path / 'games'}", "env.num_train_tasks=4", "env.num_eval_tasks=2",
-        "env.horizon=4", "trainer.iterations=2", "trainer.tasks_per_iteration=1", "trainer.group_size=2",
-        "trainer.eval_every=1", "trainer.num_eval_tasks=2", "trainer.init=scratch", "algorithm=gaca",
+        "env=alfworld",
+        f"env.cache_dir={tmp_path / 'games'}",
+        "env.num_train_tasks=4",
+        "env.num_eval_tasks=2",
+        "env.horizon=4",
+        "trainer.iterations=2",
+        "trainer.tasks_per_iteration=1",
+        "trainer.group_size=2",
+        "trainer.eval_every=1",
+        "trainer.num_eval_tasks=2",
+        "trainer.init=scratch",
+        "algorithm=gaca",
     )
     result = train(run, resolved, quiet=True)
 
