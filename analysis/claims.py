@@ -41,7 +41,8 @@ Intervals of a difference are paired when both cells share seeds (same environme
 same starting policy, task order and evaluation tasks per seed): a t interval over the per-seed
 differences (n - 1 degrees of freedom), never narrower than the t interval of the per-task
 differences' noise within seeds. Other differences combine the two cells' spreads (Welch,
-"unpaired"). One seed gives no interval (nothing measures the spread between seeds): no verdict. P(a > b) is the fraction of seed pairs in which a scored
+"unpaired"). One seed gives no interval (nothing measures the spread between seeds): no verdict.
+P(a > b) is the fraction of seed pairs in which a scored
 higher (ties half; rliable's probability of improvement), given with the one-sided exact
 Mann-Whitney p of that ranking: 0.89 with 3 against 3 seeds is p = 0.10. It is not the probability
 that a is the better method. Power: the smallest difference the comparison detects at 80% power and

@@ -124,14 +124,20 @@ def _boundaries(fractions: tuple[float, ...], alpha: float, function: str) -> np
         mass = density * weights  # probability carried by each grid point of the continuation region
         root_t = math.sqrt(fraction)
 
-        def exit_probability(c: float) -> float:
+        def exit_probability(
+            c: float, root_t: float = root_t, mass: np.ndarray = mass, grid: np.ndarray = grid, sd: float = sd
+        ) -> float:
             edge = c * root_t
             return float(mass @ (scipy.stats.norm.cdf((-edge - grid) / sd) + scipy.stats.norm.sf((edge - grid) / sd)))
 
         if target <= 1e-15 or exit_probability(BOUNDARY_CAP) >= target:
             c = BOUNDARY_CAP
         else:
-            c = float(scipy.optimize.brentq(lambda c: exit_probability(c) - target, 0.0, BOUNDARY_CAP, xtol=1e-10))
+            c = float(
+                scipy.optimize.brentq(
+                    lambda c, target=target: exit_probability(c) - target, 0.0, BOUNDARY_CAP, xtol=1e-10
+                )
+            )
         result[k] = c
         new_grid = np.linspace(-c * root_t, c * root_t, GRID) if c < BOUNDARY_CAP else np.linspace(-8, 8, GRID) * root_t
         step = new_grid[1] - new_grid[0]

@@ -1,5 +1,6 @@
 """Simulated experiments like the measured ones, for the sequential design's calibration
-(``analysis.sequential.calibrate``), its benchmark and its tests (``simulate``): two cells compared seed by seed over ``TASKS`` evaluation
+(``analysis.sequential.calibrate``), its benchmark and its tests (``simulate``): two cells compared
+seed by seed over ``TASKS`` evaluation
 tasks. Each cell's success on a seed is its level plus the true difference (for cell a); a seed's
 mean over its tasks adds task noise of variance v / TASKS, v the variance of a per-task paired
 difference (binary episodes: the sum of the two cells' p (1 - p)), and the task-level variance is

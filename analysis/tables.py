@@ -247,7 +247,8 @@ def ablation_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: s
     notes = [
         rf"Ablations on {escape(environment_label(env))} at scale {escape(scale_label(scale))}: "
         rf"evaluation success (\%, {_selection_text(selection)}), mean $\pm$ std over seeds, best per block in bold, "
-        r"95\% t interval over seeds, never narrower than the task-level one; AUC: mean success over the run's evaluations; "
+        r"95\% t interval over seeds, never narrower than the task-level one; AUC: mean success over the run's "
+        r"evaluations; "
         r"$\Delta$: points against GACA with every default, its 95\% t interval paired by seed and evaluation task.",
         _pairing_notes(all_gains),
     ]

@@ -11,7 +11,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
-"""The project's config groups (``algorithm``, ``env``, ``model``, ``trainer``, ``backend``, ``launcher``, ``search``)."""
+"""The project's config groups (``algorithm``, ``env``, ``model``, ``trainer``, ``backend``, ``launcher``,
+``search``)."""
 
 
 class ConfigError(ValueError):

@@ -77,7 +77,8 @@ def main(argv: list[str]) -> int:
         return [round(m.value, 3) for m in history]
 
     print(
-        f"{'backend':8} {'wall s':>7} {'peak GB':>8} {'s/iteration (median)':>21}  eval success by iteration   eval return"
+        f"{'backend':8} {'wall s':>7} {'peak GB':>8} {'s/iteration (median)':>21}  eval success by iteration   eval "
+        "return"
     )
     for name, (wall, peak) in measured.items():
         seconds = statistics.median(curve(name, "perf/iteration_s"))

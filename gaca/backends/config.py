@@ -192,7 +192,8 @@ class BackendConfig:
     ``main_ppo`` command line from the run config (``gaca.backends.verl.job``)."""
 
     name: str = "cpu"
-    """cpu: the embedded trainer (gaca.backends.cpu.loop); verl: a verl-agent training job (gaca.backends.verl.launch)."""
+    """cpu: the embedded trainer (gaca.backends.cpu.loop); verl: a verl-agent training job
+    (gaca.backends.verl.launch)."""
     gpus_per_node: int | None = None
     """trainer.n_gpus_per_node; None = the launcher's hydra.launcher.gpus_per_node, else 1."""
     nnodes: int = 1
@@ -238,7 +239,8 @@ class BackendConfig:
             isinstance(self.python, Mapping) and not all(isinstance(key, str) for key in self.python)
         ):
             raise ValueError(
-                f"backend.python must be a Python executable path, a mapping env family -> path, or null; got {self.python!r}"
+                "backend.python must be a Python executable path, a mapping env family -> path, or null; got "
+                f"{self.python!r}"
             )
         for key in (
             "gpus_per_node",
@@ -301,12 +303,15 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.trainer.tasks_per_iteration > self.env.num_train_tasks:
             raise ValueError(
-                f"trainer.tasks_per_iteration={self.trainer.tasks_per_iteration} distinct tasks cannot be drawn from the "
-                f"env's {self.env.num_train_tasks} training tasks (env.num_train_tasks): lower it or raise env.num_train_tasks"
+                f"trainer.tasks_per_iteration={self.trainer.tasks_per_iteration} distinct tasks cannot be drawn from "
+                "the "
+                f"env's {self.env.num_train_tasks} training tasks (env.num_train_tasks): lower it or raise "
+                "env.num_train_tasks"
             )
         if self.trainer.num_eval_tasks is not None and self.trainer.num_eval_tasks > self.env.num_eval_tasks:
             raise ValueError(
-                f"trainer.num_eval_tasks={self.trainer.num_eval_tasks} is more than the env's {self.env.num_eval_tasks} "
+                f"trainer.num_eval_tasks={self.trainer.num_eval_tasks} is more than the env's "
+                f"{self.env.num_eval_tasks} "
                 "held-out tasks (env.num_eval_tasks): lower it or raise env.num_eval_tasks"
             )
         if self.backend.name == "verl":
@@ -389,7 +394,8 @@ def _check_verl_run(run: RunConfig) -> None:
     if run.model.name != "path" and not served:
         raise ValueError(
             f"model.name: backend=verl on verl-agent's environments trains a Hugging Face checkpoint; set model=path "
-            f"model.path=<folder or hub id> (e.g. Qwen2.5-1.5B-Instruct), or backend.environment=gaca for model={run.model.name}"
+            "model.path=<folder or hub id> (e.g. Qwen2.5-1.5B-Instruct), or backend.environment=gaca for "
+            f"model={run.model.name}"
         )
     if run.trainer.init != "scratch" and run.model.name == "path":
         raise ValueError(

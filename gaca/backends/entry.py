@@ -46,7 +46,8 @@ def train_validated(run, resolved: dict[str, Any]) -> float | None:
         curve = ", ".join(f"{i}: {s:.2f}" for i, s in result.curve or [])
         print(f"gaca train: run {result.run_key} finished; eval success by iteration {{{curve}}}")
         print(
-            f"  MLflow run {result.run_id} in experiment {run.tracking.experiment!r} at {redact_uri(uri)} (browse: gaca mlflow)"
+            f"  MLflow run {result.run_id} in experiment {run.tracking.experiment!r} at {redact_uri(uri)} (browse: "
+            "gaca mlflow)"
         )
     return result.final_eval_success
 
@@ -56,8 +57,12 @@ HYDRA_SETTINGS = {
     # one); gaca prints what it has to say, and third-party loggers keep Python's defaults.
     "hydra/job_logging": "none",
     "hydra.help.app_name": "'gaca train'",
-    "hydra.help.header": "'gaca train: train one run. Overrides in Hydra syntax: gaca train algorithm=gigpo env=shop seed=1'",
-    "hydra.help.footer": "'Config groups and keys are in conf/ (README: Commands). Hydra options: gaca train --hydra-help'",
+    "hydra.help.header": (
+        "'gaca train: train one run. Overrides in Hydra syntax: gaca train algorithm=gigpo env=shop seed=1'"
+    ),
+    "hydra.help.footer": (
+        "'Config groups and keys are in conf/ (README: Commands). Hydra options: gaca train --hydra-help'"
+    ),
 }
 """Overrides ``gaca train`` gives Hydra unless the command line sets the key itself."""
 HYDRA_FLAGS = (
@@ -161,7 +166,8 @@ def main(argv: list[str]) -> int:
             if debug:
                 raise
             print(
-                f"gaca train: {type(error).__name__}: {redact_text(error)} (gaca --debug train ... shows the traceback)",
+                f"gaca train: {type(error).__name__}: {redact_text(error)} (gaca --debug train ... shows the "
+                "traceback)",
                 file=sys.stderr,
             )
             sys.exit(1)

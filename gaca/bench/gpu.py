@@ -15,6 +15,7 @@ Without CUDA it prints one line and exits 0. Exit status 1 when a check fails.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import subprocess
 import sys
@@ -78,6 +79,9 @@ def estimator_rows(repeats: int) -> list[Row]:
             tensors.update(invalid=torch.tensor(columns["invalid"], device=device), invalid_penalty=0.1)
         return {**tensors, "anchor": columns["anchor"]}
 
+    def advantages(config: AdvantageConfig, inputs: dict[str, Any]) -> torch.Tensor:
+        return compute_advantages(config=config, **inputs).advantages
+
     batches = {"typical": typical_batch(), "paper-scale": paper_scale_batch()}
     rows = []
     for batch_name, columns in batches.items():
@@ -88,8 +92,8 @@ def estimator_rows(repeats: int) -> list[Row]:
                 rows.append(
                     compare(
                         f"estimator {method} {conventions}, {batch_name} ({len(columns['reward'])} rows)",
-                        lambda: compute_advantages(config=config, **inputs["cpu"]).advantages,
-                        lambda: compute_advantages(config=config, **inputs["cuda"]).advantages,
+                        functools.partial(advantages, config, inputs["cpu"]),
+                        functools.partial(advantages, config, inputs["cuda"]),
                         repeats,
                     )
                 )
@@ -98,7 +102,7 @@ def estimator_rows(repeats: int) -> list[Row]:
 
 def hook_rows(repeats: int) -> list[Row]:
     try:
-        from omegaconf import OmegaConf
+        from omegaconf import DictConfig, ListConfig, OmegaConf
         from verl.trainer.ppo import ray_trainer
 
         import verl  # noqa: F401  (loads gaca's plugin through the verl.plugins entry point)
@@ -114,35 +118,37 @@ def hook_rows(repeats: int) -> list[Row]:
         data[device] = cast("DataProto", layout.data)  # a LayoutBatch holds a verl DataProto
         add_step_index(data[device], global_step=1)
         data[device] = data[device].to(device)
+
+    # each call overwrites the batch's advantages
+    def plugin(name: str, algorithm: DictConfig | ListConfig, device: str) -> torch.Tensor:
+        # verl's own trainer passes these as here: a plugin's name (no AdvantageEstimator member) and
+        # the algorithm's DictConfig node
+        return (
+            ray_trainer.compute_advantage(
+                data[device],
+                adv_estimator=name,  # type: ignore[arg-type]
+                gamma=1.0,
+                lam=1.0,
+                num_repeat=8,
+                norm_adv_by_std_in_grpo=True,
+                config=algorithm,  # type: ignore[arg-type]
+            )
+            .batch["advantages"]
+            .clone()
+        )
+
+    def verl_agent(name: str, algorithm: DictConfig | ListConfig, device: str) -> torch.Tensor:
+        return compute_batch_advantages(data[device], name, algorithm).batch["advantages"].clone()
+
     rows = []
     for name in verl_names().values():  # the plugin's algorithm.adv_estimator of each estimator offered to verl
         algorithm = OmegaConf.create(
             {"adv_estimator": name, "gamma": 1.0, "lam": 1.0, "gaca": {"conventions": "verl_agent"}}
         )
-
-        def plugin(device: str) -> torch.Tensor:  # overwrites the batch's advantages each call
-            # verl's own trainer passes these as here: a plugin's name (no AdvantageEstimator member) and
-            # the algorithm's DictConfig node
-            return (
-                ray_trainer.compute_advantage(
-                    data[device],
-                    adv_estimator=name,  # type: ignore[arg-type]
-                    gamma=1.0,
-                    lam=1.0,
-                    num_repeat=8,
-                    norm_adv_by_std_in_grpo=True,
-                    config=algorithm,  # type: ignore[arg-type]
-                )
-                .batch["advantages"]
-                .clone()
-            )
-
-        def verl_agent(device: str) -> torch.Tensor:
-            return compute_batch_advantages(data[device], name, algorithm).batch["advantages"].clone()
-
         rows_in = f"{len(data['cpu'])} rows x 64 tokens"
         for entry, run in (("verl plugin", plugin), ("verl-agent hook", verl_agent)):
-            rows.append(compare(f"{entry} {name}, {rows_in}", lambda: run("cpu"), lambda: run("cuda"), repeats))
+            cpu, cuda = (functools.partial(run, name, algorithm, device) for device in ("cpu", "cuda"))
+            rows.append(compare(f"{entry} {name}, {rows_in}", cpu, cuda, repeats))
     return rows
 
 

@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         return f"{value:>9.3f}" if value is not None else f"{'-':>9}"
 
     print(
-        f"start = iteration 1 (the behaviour clone's batch; the prior row: step 0), trained = mean of the last {LAST} iterations"
+        "start = iteration 1 (the behaviour clone's batch; the prior row: step 0), trained = mean of the last "
+        f"{LAST} iterations"
     )
     print(f"{'property':<28}" + "".join(f" {name[:19]:>19}" for name in names))
     print(f"{'':<28}" + "".join(f" {'start':>9} {'trained':>9}" for _ in names))

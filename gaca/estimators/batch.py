@@ -209,7 +209,8 @@ def build_step_batch(
     """Validate and code the inputs of ``compute_advantages``; see its docstring for the fields.
 
     Every given field is validated; ``anchor`` is only coded (hashed) when ``code_anchor``, so GRPO
-    does not pay for it. ``copies`` become the rows' ``weight`` with ``count_copies`` (and some copy). Bounds come before any allocation that depends on a value.
+    does not pay for it. ``copies`` become the rows' ``weight`` with ``count_copies`` (and some copy).
+    Bounds come before any allocation that depends on a value.
 
     Raises:
         ValueError: naming the field, for None, a scalar or a string where rows are expected,

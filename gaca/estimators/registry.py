@@ -160,7 +160,8 @@ DETECTORS.declare(
 )
 
 NORMALIZERS: Registry = Registry("norm")
-"""``algorithm.norm`` -> the group normalisation ``(values, segment, num_segments, eps, one_element_raw, weight) -> [N]``."""
+"""``algorithm.norm`` -> the group normalisation
+``(values, segment, num_segments, eps, one_element_raw, weight) -> [N]``."""
 NORMALIZERS.declare("mean_std", "gaca.estimators.segments:normalize_mean_std")
 NORMALIZERS.declare("mean", "gaca.estimators.segments:normalize_mean")
 

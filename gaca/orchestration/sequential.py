@@ -136,7 +136,8 @@ def design_text(schedule: Schedule) -> str:
     )
     return (
         f"sequential design: {schedule.spending} alpha spending, alpha {schedule.alpha:g} calibrated to spend "
-        f"{schedule.spent_level:.4f}, margin ±{100 * schedule.margin:g} pts; looks (seeds: repeated interval) {boundary}"
+        f"{schedule.spent_level:.4f}, margin ±{100 * schedule.margin:g} pts; looks (seeds: repeated interval) "
+        f"{boundary}"
     )
 
 
@@ -239,7 +240,8 @@ def round_text(replay: Replay, block: str) -> str:
         )
     else:
         lines.append(
-            f"{block}: {len(remaining)} of {len(replay.tested)} comparisons remain ({', '.join(t.name for t in remaining)}); "
+            f"{block}: {len(remaining)} of {len(replay.tested)} comparisons remain "
+            f"({', '.join(t.name for t in remaining)}); "
             f"{left} seed(s) of the budget left, next look at {schedule.looks[k + 1]}"
         )
     return "\n".join(lines)

@@ -117,7 +117,8 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
     parallel = session.parallel_jobs
     if parallel is None and uri.startswith("sqlite:"):
         print(
-            "note: jobs on several nodes should log through a server (sweeps/README.md, MLflow): gaca mlflow --host 0.0.0.0"
+            "note: jobs on several nodes should log through a server (sweeps/README.md, MLflow): gaca mlflow --host "
+            "0.0.0.0"
         )
     to_launch = [run for run in runs if run.state in LAUNCHED]
     verl_runs = [run for run in to_launch if run.config.backend.name == "verl"]

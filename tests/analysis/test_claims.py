@@ -248,7 +248,8 @@ def test_numbers_intervals_pairing_and_power_are_reported():
         in (claim.numbers[-2])
     )
     assert re.fullmatch(
-        r"power of entropy − uniform: detects \d+\.\d pts at 80% with n=3; 3 pts needs \d+ seeds, 5 pts needs \d+ seeds",
+        r"power of entropy − uniform: detects \d+\.\d pts at 80% with n=3; 3 pts needs \d+ seeds, 5 pts needs \d+ "
+        r"seeds",
         claim.numbers[-1],
     )
 

@@ -1,4 +1,5 @@
-"""The intervals of ``cells.compare`` and of a single cell cover the true difference at their nominal rate with few seeds,
+"""The intervals of ``cells.compare`` and of a single cell cover the true difference at their nominal
+rate with few seeds,
 on simulated experiments: per seed, 128 evaluation tasks of random difficulty, a seed effect on the
 logit scale half shared by the two cells (the starting policy, task order and tasks they share) and
 binary episodes. Seed and RNG are fixed, so the test is deterministic. The sequential design

@@ -113,7 +113,8 @@ rows = []
 for group in range(3):
     for traj in range(4):
         for step in range(rng.randint(1, 5)):
-            rows.append((group, 10 * group + traj, step, rng.choice([0.0, 0.0, 1.0]), f"s{rng.randint(0, 2)}", rng.random()))
+            reward = rng.choice([0.0, 0.0, 1.0])
+            rows.append((group, 10 * group + traj, step, reward, f"s{rng.randint(0, 2)}", rng.random()))
 columns = dict(zip(("group", "traj", "step", "reward", "anchor", "nll"), map(list, zip(*rows))))
 config = AdvantageConfig(method="halfgate")
 ours = compute_advantages(**columns, config=config)

@@ -81,7 +81,10 @@ def preempt(task: str, folder: Path) -> None:
     and requeue). slurmctld answers some signals to a running array task with "Job can not be altered
     now, try again later" although slurmd delivers them, and scancel then blocks in its own retries;
     so each signal is sent until the job's log shows that submitit received it."""
-    logs = lambda: "".join(p.read_text() for p in folder.glob(f"multirun/*/*/jobs/{task}/*_log.*"))
+
+    def logs() -> str:
+        return "".join(p.read_text() for p in folder.glob(f"multirun/*/*/jobs/{task}/*_log.*"))
+
     for signal_name, received in [("SIGTERM", "Bypassing signal SIGTERM"), ("USR2", "Caught signal SIGUSR2")]:
         deadline = time.monotonic() + 60
         while received not in logs():

@@ -49,8 +49,8 @@ def test_a_block_runs_in_rounds_until_decided_and_resumes_with_its_design(tmp_pa
     assert "=== round 1 of at most 2: seeds 0-1 ===" in out and "=== round 2 of at most 2: seeds 0-2 ===" in out
     assert "look 1 of 2 at 2 seeds:" in out and "2 of 2 comparisons remain" in out
     assert (
-        "alpha_c=0.7 − alpha_c=1: +0.00 pts, repeated 90% interval [+0.00, +0.00] (n=3; no gain) → holds, decided at look 2"
-        in out
+        "alpha_c=0.7 − alpha_c=1: +0.00 pts, repeated 90% interval [+0.00, +0.00] (n=3; no gain) → holds, decided at "
+        "look 2" in out
     )
     assert "alpha_c: every comparison decided at 3 seeds per cell" in out
 

@@ -42,7 +42,7 @@ def test_the_wrapper_logs_a_verl_run_as_the_contract_says_and_skips_it_once_fini
     assert "eval success by iteration {0: 0.10, 2: 0.14, 4: 0.18, 5: 0.20}" in done.stdout
 
     client, run = only_run(uri)  # verl's logger wrote into the wrapper's run, not a run of its own
-    tags, params, metrics = run.data.tags, run.data.params, run.data.metrics
+    tags, params = run.data.tags, run.data.params
     assert run.info.status == "FINISHED"
     assert {
         k: tags[k] for k in ("gaca.block", "gaca.method", "gaca.env", "gaca.seed", "gaca.scale", "gaca.backend")

@@ -78,7 +78,8 @@ GRPO_RECIPE: dict[str, object] = {
     "algorithm.norm_adv_by_std_in_grpo": True,
     "actor_rollout_ref.actor.ppo_mini_batch_size": 64,
 }
-"""verl-agent's GRPO WebShop recipe (examples/grpo_trainer/run_webshop.sh) where it differs from the GiGPO one: it keeps the std (its config
+"""verl-agent's GRPO WebShop recipe (examples/grpo_trainer/run_webshop.sh) where it differs from the
+GiGPO one: it keeps the std (its config
 default) and has no GiGPO options; the mini-batch is WebShop's 64 in both."""
 ENVIRONMENT = {"VLLM_ATTENTION_BACKEND": ("XFORMERS", "XFORMERS")}
 """Variables both GiGPO scripts export."""

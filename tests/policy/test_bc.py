@@ -81,7 +81,9 @@ def test_cloning_goes_on_while_more_says_so_up_to_max_steps(make_policy):
     demos = list(zip(prompts, TARGETS))
     asked = []
 
-    def more(answers=iter([True, True, False])):
+    answers = iter([True, True, False])
+
+    def more():
         asked.append(1)
         return next(answers)
 

@@ -35,7 +35,10 @@ def test_a_short_gaca_run_trains_on_the_real_engine(workdir, compose_run):
     client = MlflowClient(uri)
     record = client.get_run(result.run_id)
     assert record.info.status == "FINISHED" and record.data.tags["gaca.env"] == "alfworld"
-    history = lambda key: [(m.step, m.value) for m in client.get_metric_history(result.run_id, key)]
+
+    def history(key: str) -> list[tuple[int, float]]:
+        return [(m.step, m.value) for m in client.get_metric_history(result.run_id, key)]
+
     assert [step for step, _ in history("train/episode_length")] == [1, 2]
     assert all(0 < length <= 4 for _, length in history("train/episode_length"))
     assert [step for step, _ in history("eval/success_rate")] == [0, 1, 2]

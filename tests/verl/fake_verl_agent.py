@@ -45,10 +45,16 @@ class RayPPOTrainer:
         self.batches = []
         for _ in range(self.config.trainer.total_training_steps):
             self.global_steps += 1
-            batch = self.traj_collector.multi_turn_loop(gen_batch=None, actor_rollout_wg=None, envs=self.envs, is_train=True)
-            batch = compute_advantage(batch, adv_estimator=self.config.algorithm.adv_estimator, gamma=self.config.algorithm.gamma)
+            batch = self.traj_collector.multi_turn_loop(
+                gen_batch=None, actor_rollout_wg=None, envs=self.envs, is_train=True
+            )
+            batch = compute_advantage(
+                batch, adv_estimator=self.config.algorithm.adv_estimator, gamma=self.config.algorithm.gamma
+            )
             self.batches.append(batch)
-        self.validation = self.traj_collector.multi_turn_loop(gen_batch=None, actor_rollout_wg=None, envs=self.envs, is_train=False)
+        self.validation = self.traj_collector.multi_turn_loop(
+            gen_batch=None, actor_rollout_wg=None, envs=self.envs, is_train=False
+        )
 """
 
 ROLLOUT_LOOP = """

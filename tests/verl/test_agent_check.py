@@ -70,7 +70,8 @@ SETUP_PINS = [
     "transformers<=4.57.3",
 ]
 REQUIREMENTS_PINS = ["ray[default]", "tensordict<=0.6.2", "transformers==4.51.1", "# vllm==0.8.4"]
-"""verl-agent's pins (upstream 796ed31: setup.py's install_requires and requirements.txt), the packages the check reads."""
+"""verl-agent's pins (upstream 796ed31: setup.py's install_requires and requirements.txt), the packages
+the check reads."""
 
 
 def with_pins(root: Path) -> Path:
@@ -112,7 +113,8 @@ def python_with(root: Path, versions: dict[str, str]) -> Path:
             {"ray": "2.52.1", "tensordict": "0.6.2", "transformers": "5.5.3"},
             [
                 "  CONFLICT ray<=2.50.0,>=2.41.0 (setup.py): ray 2.52.1 is installed, which conflicts",
-                "  CONFLICT transformers<=4.57.3 (setup.py), transformers==4.51.1 (requirements.txt): transformers 5.5.3 "
+                "  CONFLICT transformers<=4.57.3 (setup.py), transformers==4.51.1 (requirements.txt): transformers "
+                "5.5.3 "
                 "is installed, which conflicts",
             ],
         ),

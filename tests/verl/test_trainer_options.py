@@ -83,17 +83,20 @@ def test_gaca_grpo_honours_norm_adv_by_std_in_grpo_and_reads_no_gigpo_option():
             "gigpo",
             {"gigpo": {"mode": "mean_norm"}, "gaca": {"norm": "mean_std"}},
             r"^algorithm\.gigpo\.mode=mean_norm contradicts algorithm\.gaca\.norm=mean_std, which 'gigpo' reads: "
-            r"set algorithm\.gaca\.norm=mean \(algorithm\.norm in a run config\) or algorithm\.gigpo\.mode=mean_std_norm$",
+            r"set algorithm\.gaca\.norm=mean \(algorithm\.norm in a run config\) or "
+            r"algorithm\.gigpo\.mode=mean_std_norm$",
         ),
         (
             "gaca",
             {"gigpo": {"step_advantage_w": 0.5}, "gaca": {"step_weight": 1.0}},
-            r"algorithm\.gigpo\.step_advantage_w=0\.5 contradicts algorithm\.gaca\.step_weight=1\.0.*set algorithm\.gaca\.step_weight=0\.5",
+            r"algorithm\.gigpo\.step_advantage_w=0\.5 contradicts algorithm\.gaca\.step_weight=1\.0.*set "
+            r"algorithm\.gaca\.step_weight=0\.5",
         ),
         (
             "gaca_grpo",
             {"norm_adv_by_std_in_grpo": False, "gaca": {"norm": "mean_std"}},
-            r"algorithm\.norm_adv_by_std_in_grpo=false contradicts algorithm\.gaca\.norm=mean_std.*set algorithm\.gaca\.norm=mean",
+            r"algorithm\.norm_adv_by_std_in_grpo=false contradicts algorithm\.gaca\.norm=mean_std.*set "
+            r"algorithm\.gaca\.norm=mean",
         ),
         (
             "gigpo",
@@ -108,7 +111,8 @@ def test_gaca_grpo_honours_norm_adv_by_std_in_grpo_and_reads_no_gigpo_option():
         (
             "gaca",
             {"gigpo": {"enable_similarity": True}},
-            r"algorithm\.gigpo\.enable_similarity=true would be ignored by 'gaca': gaca's anchor groups are exact matches",
+            r"algorithm\.gigpo\.enable_similarity=true would be ignored by 'gaca': gaca's anchor groups are exact "
+            r"matches",
         ),
         ("gaca_grpo", {"use_kl_in_reward": True}, r"algorithm\.use_kl_in_reward=true would be ignored by 'gaca_grpo'"),
     ],

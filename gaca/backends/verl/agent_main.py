@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     root = checkout_root()
     if root is None:
         print(
-            "gaca.backends.verl.agent_main: no `verl` package is importable; install verl-agent or run from its checkout",
+            "gaca.backends.verl.agent_main: no `verl` package is importable; install verl-agent or run from its "
+            "checkout",
             file=sys.stderr,
         )
         return 2
