@@ -23,7 +23,7 @@ from gaca.backends.verl.task_files import TRAIN_FILE, VAL_FILE, write_task_files
 from gaca.envs import make_family
 from gaca.policy.model import Policy
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SMALL = [
     "trainer=quick",
     "trainer.init=scratch",
