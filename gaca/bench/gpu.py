@@ -102,10 +102,9 @@ def estimator_rows(repeats: int) -> list[Row]:
 
 def hook_rows(repeats: int) -> list[Row]:
     try:
+        import verl  # noqa: F401  (loads gaca's plugin through the verl.plugins entry point)
         from omegaconf import DictConfig, ListConfig, OmegaConf
         from verl.trainer.ppo import ray_trainer
-
-        import verl  # noqa: F401  (loads gaca's plugin through the verl.plugins entry point)
     except ImportError as error:
         return [Row("verl hooks", None, None, None, True, f"skipped: verl not importable ({error})")]
     from gaca.backends.verl import add_step_index, compute_batch_advantages

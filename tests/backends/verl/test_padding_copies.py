@@ -12,8 +12,9 @@ from omegaconf import OmegaConf
 pytest.importorskip("verl")
 pytestmark = pytest.mark.verl
 
-from gaca.backends.verl import compute_batch_advantages  # noqa: E402
 from verl import DataProto  # noqa: E402
+
+from gaca.backends.verl import compute_batch_advantages  # noqa: E402
 
 from ..estimators.test_padding_copies import STEPS, VERL_AGENT, gigpo  # noqa: E402
 

@@ -14,9 +14,9 @@ from omegaconf import OmegaConf
 pytest.importorskip("verl")
 pytestmark = pytest.mark.verl
 
+import verl  # noqa: E402  (loads gaca's plugin through the verl.plugins entry point)
 from verl.trainer.ppo import core_algos, ray_trainer  # noqa: E402
 
-import verl  # noqa: E402  (loads gaca's plugin through the verl.plugins entry point)
 from gaca.backends.verl import DIAGNOSTICS_KEY, register_estimators  # noqa: E402
 from gaca.backends.verl.registration import ADV_ESTIMATORS  # noqa: E402
 from gaca.estimators import AdvantageConfig  # noqa: E402

@@ -196,12 +196,12 @@ def test_the_served_rows_give_the_cpu_backends_advantages_within_1e_6(exported, 
     pytest.importorskip("verl")
     import torch
     from omegaconf import OmegaConf
+    from verl import DataProto
 
     from gaca.backends.verl.advantage import token_level_advantages
     from gaca.backends.verl.batch import add_step_index
     from gaca.estimators import compute_advantages, mean_token_nll
     from gaca.estimators.registry import verl_names
-    from verl import DataProto
 
     run, folder = exported
     envs = ServedEnvironments(run, make_family(run.env), True, str(folder))

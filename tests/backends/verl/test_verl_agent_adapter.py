@@ -11,10 +11,11 @@ from omegaconf import OmegaConf
 pytest.importorskip("verl")
 pytestmark = pytest.mark.verl
 
+from verl import DataProto  # noqa: E402
+
 from gaca.backends.verl import DIAGNOSTICS_KEY, add_step_index, compute_batch_advantages  # noqa: E402
 from gaca.backends.verl.batch import rollout_order_steps  # noqa: E402
 from gaca.estimators import AdvantageConfig  # noqa: E402
-from verl import DataProto  # noqa: E402
 
 
 def as_verl_agent_trainer_leaves_it(data: DataProto, seed: int) -> tuple[DataProto, np.ndarray]:

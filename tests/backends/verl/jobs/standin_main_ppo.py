@@ -41,11 +41,10 @@ def train_metrics(step: int) -> dict[str, float]:
 
 
 def main(overrides: list[str]) -> int:
+    import verl
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
     from verl.utils.tracking import Tracking
-
-    import verl
 
     config_dir = str(Path(verl.__file__).parent / "trainer" / "config")
     with initialize_config_dir(config_dir=config_dir, version_base=None):
