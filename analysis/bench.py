@@ -64,7 +64,9 @@ def plan_runs(total: int, iterations: int) -> list[SyntheticRun]:
     blocks = report_blocks()
     ablations_at = (blocks.ablation_environment, blocks.ablation_scale)
     variants = {variant.name: variant for block in blocks.ablations for variant in block.variants}
-    configurations += [("gaca", *ablations_at, dict(variants[name].overrides), rate) for name, rate in ABLATION_SUCCESS.items()]
+    configurations += [
+        ("gaca", *ablations_at, dict(variants[name].overrides), rate) for name, rate in ABLATION_SUCCESS.items()
+    ]
     if ablations_at not in MAIN_SUCCESS:  # the ablations' reference row: GACA's defaults
         configurations.append(("gaca", *ablations_at, {}, MAIN_SUCCESS[("household", ablations_at[1])]["gaca"]))
     seeds = (total - UNFINISHED - DUPLICATES) // len(configurations)

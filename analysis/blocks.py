@@ -12,9 +12,10 @@ where most of their runs are (``cells.ablation_setting``).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from gaca.contract import canonical, flatten, normalize, parse_param, unflatten
 from gaca.estimators.config import AdvantageConfig
@@ -153,7 +154,11 @@ def _lambda0(config: Mapping[str, object]) -> Label:
 
 def _modulation(config: Mapping[str, object]) -> Label:
     value = float(config["algorithm.alpha_lambda"])  # type: ignore[arg-type]
-    return f"modulation={value:g}", f"alpha_lambda = beta_lambda = {value:g}", rf"$\alpha_\lambda = \beta_\lambda = {value:g}$"
+    return (
+        f"modulation={value:g}",
+        f"alpha_lambda = beta_lambda = {value:g}",
+        rf"$\alpha_\lambda = \beta_\lambda = {value:g}$",
+    )
 
 
 def _alpha_c(config: Mapping[str, object]) -> Label:
@@ -232,9 +237,13 @@ def _block(name: str, configs: list[dict[str, object]], seeds: tuple[int, ...]) 
         key = canonical_config(config)
         if key not in variants:
             row, label, latex = rows.label(config)
-            overrides = {k: config[k] for k in DEFAULT_CONFIG if normalize(config.get(k)) != normalize(DEFAULT_CONFIG[k])}
+            overrides = {
+                k: config[k] for k in DEFAULT_CONFIG if normalize(config.get(k)) != normalize(DEFAULT_CONFIG[k])
+            }
             variants[key] = Variant(row, label, latex, overrides)
-    ordered = sorted(variants.values(), key=lambda v: rows.order.index(v.name) if v.name in rows.order else len(rows.order))
+    ordered = sorted(
+        variants.values(), key=lambda v: rows.order.index(v.name) if v.name in rows.order else len(rows.order)
+    )
     return Block(
         name=name,
         title=rows.title,

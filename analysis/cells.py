@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Collection, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -253,14 +253,15 @@ def used(ledger: pd.DataFrame) -> pd.DataFrame:
     return ledger.loc[ledger["reason"].isna()]
 
 
-def results(ledger: pd.DataFrame, outcomes: pd.DataFrame, curves: pd.DataFrame, plan: Plan) -> dict[CellKey, CellResult]:
+def results(
+    ledger: pd.DataFrame, outcomes: pd.DataFrame, curves: pd.DataFrame, plan: Plan
+) -> dict[CellKey, CellResult]:
     """One ``CellResult`` per cell the plan wants, from the used runs of ``select``'s ledger (seeds
     ascending); a cell without runs gets an empty result. ``outcomes`` is ``collect.load_outcomes``'s
     frame (one row per episode; a task's episodes are averaged), ``curves`` ``collect.load_curves``'."""
     runs = used(ledger).sort_values("seed")
     per_task = {
-        run_id: frame.groupby("task_id")["success"].mean().astype(float)
-        for run_id, frame in outcomes.groupby("run_id")
+        run_id: frame.groupby("task_id")["success"].mean().astype(float) for run_id, frame in outcomes.groupby("run_id")
     }
     auc = auc_by_run(curves)
     found: dict[CellKey, CellResult] = {}
@@ -277,7 +278,9 @@ def results(ledger: pd.DataFrame, outcomes: pd.DataFrame, curves: pd.DataFrame, 
         )
     expected = plan.expected_seeds({key: result.seeds for key, result in found.items()})
     return {
-        key: dataclasses.replace(found[key], expected=expected[key]) if key in found else empty_result(key, expected[key])
+        key: dataclasses.replace(found[key], expected=expected[key])
+        if key in found
+        else empty_result(key, expected[key])
         for key in plan.wanted()
     }
 
@@ -410,7 +413,11 @@ def compare(a: CellResult, b: CellResult, measure: str = "final") -> Comparison 
         levels = (stats.seed_level(differences),)
         if per_task is not None:
             levels += (stats.task_level(per_task),)
-        pairing, seeds, estimate = PAIRED_TASKS if per_task is not None else PAIRED_SEEDS, len(shared), differences.mean()
+        pairing, seeds, estimate = (
+            PAIRED_TASKS if per_task is not None else PAIRED_SEEDS,
+            len(shared),
+            differences.mean(),
+        )
     else:
         levels = _welch(a.levels(measure), a.n, b.levels(measure), b.n)
         pairing, seeds, estimate = UNPAIRED, min(a.n, b.n), values_a.mean() - values_b.mean()
@@ -418,7 +425,9 @@ def compare(a: CellResult, b: CellResult, measure: str = "final") -> Comparison 
     return Comparison(float(estimate), None, pairing, seeds, levels[0].variance, error, *ranks, levels=levels)
 
 
-def _welch(levels_a: Sequence[stats.Level], n_a: int, levels_b: Sequence[stats.Level], n_b: int) -> tuple[stats.Level, ...]:
+def _welch(
+    levels_a: Sequence[stats.Level], n_a: int, levels_b: Sequence[stats.Level], n_b: int
+) -> tuple[stats.Level, ...]:
     """The levels of a difference of two independent means, as levels of one mean over
     min(n_a, n_b) seeds: variances add as var_a / n_a + var_b / n_b, degrees of freedom by
     Welch-Satterthwaite (the seed level) or summed (the task level); they grow with the seeds as if
@@ -562,7 +571,14 @@ def mean_curve(cell: CellResult, curves: pd.DataFrame, metric: str = EVAL_METRIC
     std = by_step.std(axis=1, ddof=1).to_numpy() if cell.n > 1 else np.full(len(by_step), np.nan)
     half = stats.mean_half_width(std, cell.n)
     return pd.DataFrame(
-        {"step": by_step.index.to_numpy(), "mean": mean, "std": std, "low": mean - half, "high": mean + half, "n": cell.n}
+        {
+            "step": by_step.index.to_numpy(),
+            "mean": mean,
+            "std": std,
+            "low": mean - half,
+            "high": mean + half,
+            "n": cell.n,
+        }
     )
 
 

@@ -5,8 +5,8 @@ interval, its power and a verdict (the rule is ``VERDICT_RULE``, also printed at
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,7 +41,8 @@ Intervals of a difference are paired when both cells share seeds (same environme
 same starting policy, task order and evaluation tasks per seed): a t interval over the per-seed
 differences (n - 1 degrees of freedom), never narrower than the t interval of the per-task
 differences' noise within seeds. Other differences combine the two cells' spreads (Welch,
-"unpaired"). One seed gives no interval (nothing measures the spread between seeds): no verdict. P(a > b) is the fraction of seed pairs in which a scored
+"unpaired"). One seed gives no interval (nothing measures the spread between seeds): no verdict.
+P(a > b) is the fraction of seed pairs in which a scored
 higher (ties half; rliable's probability of improvement), given with the one-sided exact
 Mann-Whitney p of that ranking: 0.89 with 3 against 3 seeds is p = 0.10. It is not the probability
 that a is the better method. Power: the smallest difference the comparison detects at 80% power and
@@ -245,7 +246,9 @@ def no_fixed_lambda0_matches(evidence: Evidence) -> Claim:
     check = _Check([describe(adaptive, "adaptive")] + [describe(result, name) for _, name, result in present])
     missing = _missing([("adaptive", adaptive)] + [(name, result) for _, name, result in present])
     if missing or not present:
-        return Claim(statement, MISSING, check.numbers, notes + missing + ([] if present else ["no sweep point was run"]))
+        return Claim(
+            statement, MISSING, check.numbers, notes + missing + ([] if present else ["no sweep point was run"])
+        )
     for _, name, result in present:
         check.greater("adaptive", adaptive, name, result)
     return check.claim(statement, notes)
@@ -264,7 +267,10 @@ def lambda0_concave(evidence: Evidence) -> Claim:
     lambdas = [x for x, _, _ in present]
     if len(present) < 3 or lambdas[0] != 0.0 or lambdas[-1] != 1.0:
         return Claim(
-            statement, MISSING, check.numbers, notes + ["needs both endpoints (lambda0 = 0 and 1) and an interior point"]
+            statement,
+            MISSING,
+            check.numbers,
+            notes + ["needs both endpoints (lambda0 = 0 and 1) and an interior point"],
         )
     interior = present[1:-1]
     _, middle_name, middle = min(interior, key=lambda point: abs(point[0] - (lambdas[0] + lambdas[-1]) / 2))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Mapping, Sequence
 from urllib.parse import urlparse
 
 import mlflow
@@ -66,7 +66,8 @@ def load_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:
 
     Columns: ``run_id, status, start_time, artifact_uri, final`` (``final/eval_success_rate`` or NaN),
     one column per ``gaca.*`` tag (``run_key, block, method, env, scale, seed, git_commit``; None
-    when absent), ``sequential`` (block -> look schedule, from the ``gaca.sequential.<block>`` tags) and ``params.<dotted key>`` for every param, parsed. Raises ``LookupError`` naming
+    when absent), ``sequential`` (block -> look schedule, from the ``gaca.sequential.<block>`` tags)
+    and ``params.<dotted key>`` for every param, parsed. Raises ``LookupError`` naming
     the known experiments when ``experiment`` does not exist. Runs of other experiments are never read.
     """
     found = client.get_experiment_by_name(experiment)

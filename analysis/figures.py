@@ -8,8 +8,8 @@ missing (the report says which figures were skipped and why).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import matplotlib
 import numpy as np
@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from analysis.blocks import DEFAULT_CONFIG, Block, environment_label, get_block, report_blocks, methods, scale_label
+from analysis.blocks import DEFAULT_CONFIG, Block, environment_label, get_block, methods, report_blocks, scale_label
 from analysis.cells import CellKey, CellResult, Plan, iterations_to_reach, mean_curve
 from gaca.estimators.registry import estimator_color, estimator_label
 
@@ -166,7 +166,9 @@ def seed_points(plan: Plan, block: Block, cells: Mapping[CellKey, CellResult], f
                 low, high = cell.interval(measure)
                 mean = values.mean()
                 if not math.isnan(low):
-                    axis.errorbar([x - 0.12], [mean], yerr=[[mean - 100 * low], [100 * high - mean]], color=color, capsize=3)
+                    axis.errorbar(
+                        [x - 0.12], [mean], yerr=[[mean - 100 * low], [100 * high - mean]], color=color, capsize=3
+                    )
                 axis.plot([x - 0.12], [mean], marker="D", ms=5, color=color)
                 if not cell.complete:
                     axis.annotate(f"n={cell.n}", (x, 100), ha="center", va="top", fontsize=6)
@@ -205,7 +207,9 @@ def lambda0_sweep(plan: Plan, cells: Mapping[CellKey, CellResult], folder: Path)
             )
             for x, cell in points:
                 offsets = np.linspace(-0.02, 0.02, cell.n) if cell.n > 1 else np.zeros(1)
-                axis.scatter(x + 0.035 + offsets, 100 * cell.success, s=8, color=estimator_color("gigpo"), alpha=0.5, lw=0)
+                axis.scatter(
+                    x + 0.035 + offsets, 100 * cell.success, s=8, color=estimator_color("gigpo"), alpha=0.5, lw=0
+                )
                 if not cell.complete:
                     axis.annotate(
                         f"n={cell.n}", (x, 100 * cell.mean), textcoords="offset points", xytext=(6, -12), fontsize=7
@@ -292,17 +296,38 @@ def criticality_distribution(
             label = f"{variant.label}{where}: std {spread:.2f} ({rows['run_id'].nunique()} runs)"
             style = ("-", "--", "-.", ":")[settings.index((env, scale)) % 4]  # colour: the row; style: the setting
             color = colors[variant.name]
-            axis.stairs(density[~overflow], np.append(left[~overflow], right[~overflow][-1]), lw=1.2, ls=style, color=color, label=label)
+            axis.stairs(
+                density[~overflow],
+                np.append(left[~overflow], right[~overflow][-1]),
+                lw=1.2,
+                ls=style,
+                color=color,
+                label=label,
+            )
             if overflow.any():
-                axis.stairs(density[overflow], [left[overflow][0], right[overflow][0]], lw=1.2, color=color, hatch="///", fill=False)
+                axis.stairs(
+                    density[overflow],
+                    [left[overflow][0], right[overflow][0]],
+                    lw=1.2,
+                    color=color,
+                    hatch="///",
+                    fill=False,
+                )
         axis.axvline(1.0, color="0.4", lw=0.8, ls=":")
         occupied = histograms.loc[(histograms["count"] > 0) & np.isfinite(histograms["bin_right"]), "bin_right"]
         top = max(2.0, float(occupied.max()) + 0.25) if not occupied.empty else 2.0
         if overflow_at is not None:
             top = overflow_at[1] + 0.1
             axis.axvline(overflow_at[0], color="0.6", lw=0.6)
-            axis.text(sum(overflow_at) / 2, 0.98, f"≥ {overflow_at[0]:g}", ha="center", va="top", fontsize=7,
-                      transform=axis.get_xaxis_transform())
+            axis.text(
+                sum(overflow_at) / 2,
+                0.98,
+                f"≥ {overflow_at[0]:g}",
+                ha="center",
+                va="top",
+                fontsize=7,
+                transform=axis.get_xaxis_transform(),
+            )
         axis.set_xlim(0.0, top)
         axis.set_xlabel("criticality $c$ (mean 1 in every trajectory)")
         axis.set_ylabel("density")
@@ -317,7 +342,8 @@ def sample_efficiency_frame(plan: Plan, cells: Mapping[CellKey, CellResult], cur
     rows = []
     for env, scale in _main_settings(plan, cells):
         mean_curves = {
-            method: mean_curve(cells[plan.cell(report_blocks().main.variant(method), env, scale)], curves) for method in methods()
+            method: mean_curve(cells[plan.cell(report_blocks().main.variant(method), env, scale)], curves)
+            for method in methods()
         }
         if mean_curves["gigpo"].empty:
             continue

@@ -83,7 +83,6 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
 
 def figure(rows: pd.DataFrame, table: pd.DataFrame, folder: Path) -> list[Path]:
     import matplotlib
-
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context(STYLE):
@@ -97,8 +96,15 @@ def figure(rows: pd.DataFrame, table: pd.DataFrame, folder: Path) -> list[Path]:
                 continue
             x = part["horizon"] + offsets[method]
             color = estimator_color(method)
-            ax.errorbar(x, part["mean"], yerr=[part["mean"] - part["low"], part["high"] - part["mean"]],
-                        color=color, marker="o", capsize=3, label=f"{estimator_label(method)}")
+            ax.errorbar(
+                x,
+                part["mean"],
+                yerr=[part["mean"] - part["low"], part["high"] - part["mean"]],
+                color=color,
+                marker="o",
+                capsize=3,
+                label=f"{estimator_label(method)}",
+            )
             seeds = rows[rows["method"] == method]
             ax.scatter(seeds["horizon"] + offsets[method] + 0.35, seeds["points"], color=color, s=8, alpha=0.5)
         ax.set_xlabel("horizon (steps; the walk is 0.3 x the horizon)")
@@ -109,10 +115,15 @@ def figure(rows: pd.DataFrame, table: pd.DataFrame, folder: Path) -> list[Path]:
 
 
 def markdown(table: pd.DataFrame) -> str:
-    lines = ["| method | horizon | n | mean | std | 95% t interval (clipped to [0, 100]) |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| method | horizon | n | mean | std | 95% t interval (clipped to [0, 100]) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for row in table.sort_values(["method", "horizon"]).itertuples():
-        lines.append(f"| {estimator_label(row.method)} | {row.horizon} | {row.n} | {row.mean:.2f} | {row.std:.2f} | "
-                     f"[{row.low:.2f}, {row.high:.2f}] |")
+        lines.append(
+            f"| {estimator_label(row.method)} | {row.horizon} | {row.n} | {row.mean:.2f} | {row.std:.2f} | "
+            f"[{row.low:.2f}, {row.high:.2f}] |"
+        )
     return "\n".join(lines) + "\n"
 
 

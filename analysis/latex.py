@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 PACKAGES = ("booktabs", "graphicx", "amsmath", "caption", "float")
 """Everything report.tex uses; scripts/install-latex.sh installs them (texlive-latex-recommended)."""
@@ -84,7 +84,12 @@ def report_tex(
         ]
     lines += [r"\section*{Left out}"]
     if skipped:
-        lines += [r"\begin{itemize}", r"\setlength\itemsep{0pt}", *(rf"\item {line}" for line in skipped), r"\end{itemize}"]
+        lines += [
+            r"\begin{itemize}",
+            r"\setlength\itemsep{0pt}",
+            *(rf"\item {line}" for line in skipped),
+            r"\end{itemize}",
+        ]
     else:
         lines.append("Every table and figure of the requested blocks is shown.")
     lines.append(r"\section*{Tables}")

@@ -10,17 +10,22 @@ the same held-out tasks, so the gain is paired per seed.
 from __future__ import annotations
 
 import argparse
-from typing import Mapping
+from collections.abc import Mapping
 
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from gaca.estimators.registry import read_fields
-
 from analysis.blocks import DEFAULT_CONFIG
 from analysis.collect import (
-    DEFAULT_EXPERIMENT, EVAL_METRIC, PARAM_PREFIX, load_curves, load_runs, resolve_tracking_uri, run_config,
+    DEFAULT_EXPERIMENT,
+    EVAL_METRIC,
+    PARAM_PREFIX,
+    load_curves,
+    load_runs,
+    resolve_tracking_uri,
+    run_config,
 )
+from gaca.estimators.registry import read_fields
 
 CELL = ["method", "env", "scale"]
 
@@ -112,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     preset_column = PARAM_PREFIX + "trainer.preset"
     if args.preset is not None:
         if preset_column not in runs:
-            raise SystemExit(f"no run records {preset_column[len(PARAM_PREFIX):]}; cannot select --preset {args.preset}")
+            raise SystemExit(
+                f"no run records {preset_column[len(PARAM_PREFIX) :]}; cannot select --preset {args.preset}"
+            )
         runs = runs[runs[preset_column] == args.preset]
     frame = learning_frame(runs, load_curves(client, runs["run_id"].tolist(), [EVAL_METRIC]))
     if frame.empty:

@@ -18,9 +18,9 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 from urllib.parse import urlparse
 
 import pandas as pd
@@ -30,6 +30,7 @@ from analysis import cells, claims, collect, figures, horizon, latex, sequential
 from analysis.blocks import Block, environment_label, report_blocks, scale_label
 from analysis.cells import CellKey, CellResult, Plan
 from gaca.estimators.registry import ESTIMATORS
+
 
 @dataclass(frozen=True)
 class FigureSpec:
@@ -55,7 +56,11 @@ SHARED_FIGURES = ("fig2c_lambda0_sweep", "fig3_gate_law", "sample_efficiency")
 
 
 def block_stem(figure: str, block: Block) -> str:
-    return "fig2ab_learning_curves" if (figure, block) == ("learning_curves", report_blocks().main) else f"{figure}_{block.name}"
+    return (
+        "fig2ab_learning_curves"
+        if (figure, block) == ("learning_curves", report_blocks().main)
+        else f"{figure}_{block.name}"
+    )
 
 
 def generated() -> list[str]:
@@ -65,7 +70,10 @@ def generated() -> list[str]:
         "tables/cells.csv",
         *(
             f"figures/{stem}.{ext}"
-            for stem in (*SHARED_FIGURES, *(block_stem(f, b) for b in report_blocks().by_name.values() for f in BLOCK_FIGURES))
+            for stem in (
+                *SHARED_FIGURES,
+                *(block_stem(f, b) for b in report_blocks().by_name.values() for f in BLOCK_FIGURES),
+            )
             for ext in ("pdf", "png")
         ),
         "claims.md",
@@ -73,6 +81,8 @@ def generated() -> list[str]:
         "report.tex",
         "report.pdf",
     ]
+
+
 """Every file a report may write, relative to --out; removed first so none is left from an earlier report."""
 
 
@@ -100,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
         f"{blocks.ablation_environment} when none is)",
     )
     parser.add_argument(
-        "--scale", help=f"only this scale (default: all for main; the ablations' as --env, {blocks.ablation_scale} when none is)"
+        "--scale",
+        help=f"only this scale (default: all for main; the ablations' as --env, {blocks.ablation_scale} when none is)",
     )
     parser.add_argument("--preset", help="only runs of this trainer.preset (default: each setting's most common)")
     parser.add_argument("--no-pdf", action="store_true", help="write report.tex but do not compile it")
@@ -220,8 +231,12 @@ def report_horizon(args: argparse.Namespace) -> int:
 
 
 def write_artifacts(
-    plan: Plan, runs: Runs, selection: str, out: Path,
-    replays: Mapping[str, sequential_claims.Replay] | None = None, design: Sequence[str] = (),
+    plan: Plan,
+    runs: Runs,
+    selection: str,
+    out: Path,
+    replays: Mapping[str, sequential_claims.Replay] | None = None,
+    design: Sequence[str] = (),
 ) -> tuple[list[Path], list[FigureSpec], list[str], list[claims.Claim]]:
     """Tables, figures, claims.md and runs.csv; returns the paths written, the figures drawn, what
     was left out (each with why) and the checked claims. The claims of a block with a sequential
@@ -230,9 +245,14 @@ def write_artifacts(
     skipped = [
         f"Table {TABLE_NUMBERS[stem]}: skipped, {why}"
         for stem, why in TABLE_MISSING.items()
-        if (stem != "table1_main" or report_blocks().main in plan.blocks) and out / "tables" / f"{stem}.tex" not in written
+        if (stem != "table1_main" or report_blocks().main in plan.blocks)
+        and out / "tables" / f"{stem}.tex" not in written
     ]
-    efficiency = figures.sample_efficiency_frame(plan, runs.results, runs.curves) if report_blocks().main in plan.blocks else None
+    efficiency = (
+        figures.sample_efficiency_frame(plan, runs.results, runs.curves)
+        if report_blocks().main in plan.blocks
+        else None
+    )
     shown = []
     for spec in figure_specs(plan, runs, efficiency, out / "figures"):
         paths = spec.draw()
@@ -328,7 +348,12 @@ def figure_specs(plan: Plan, runs: Runs, efficiency: pd.DataFrame | None, folder
 
 
 def report_tex(
-    summary: list[str], skipped: list[str], written: list[Path], shown: list[FigureSpec], checked: list[claims.Claim], out: Path
+    summary: list[str],
+    skipped: list[str],
+    written: list[Path],
+    shown: list[FigureSpec],
+    checked: list[claims.Claim],
+    out: Path,
 ) -> str:
     """report.tex over what was written: the summary, what was left out, the tables under the
     paper's numbers, the claims, the figures."""

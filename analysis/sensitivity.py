@@ -99,13 +99,17 @@ def render(result: Sensitivity, by: str, measure: str = "final") -> str:
         values = row.dropna()
         cells = " ".join(f"{v:>6.1f}" if not math.isnan(v) else f"{'-':>6}" for v in row)
         lines.append(f"{setting!s:>24} {cells} {values.mean():>7.2f} {values.std(ddof=1):>6.2f} {len(values):>3}")
-    lines.append(f"spread of the means: {result.spread:.2f} points; pooled seed std: {result.pooled_seed_std:.2f} points")
+    lines.append(
+        f"spread of the means: {result.spread:.2f} points; pooled seed std: {result.pooled_seed_std:.2f} points"
+    )
     lines.append(f"one-way ANOVA: F = {result.anova[0]:.2f}, p = {result.anova[1]:.2g}")
     lines.append(f"Kruskal-Wallis: H = {result.kruskal[0]:.2f}, p = {result.kruskal[1]:.2g}")
     if result.friedman is not None:
         lines.append(f"Friedman (seeds as blocks): chi2 = {result.friedman[0]:.2f}, p = {result.friedman[1]:.2g}")
     if result.seeds_needed:
-        said = " and ".join(f"{n if n is not None else 'more than 10000'} at alpha {alpha}" for alpha, n in result.seeds_needed.items())
+        said = " and ".join(
+            f"{n if n is not None else 'more than 10000'} at alpha {alpha}" for alpha, n in result.seeds_needed.items()
+        )
         lines.append(
             f"seeds per setting for power {POWER} if these means were the true ones (an optimistic plan: "
             f"observed spreads overstate true ones): {said}"
@@ -128,16 +132,21 @@ def seed_list(text: str) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.sensitivity", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m analysis.sensitivity", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--uri", default=None, help="tracking URI (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)")
     parser.add_argument("--experiment", default="gaca")
     parser.add_argument("--block", default="lambda0")
     parser.add_argument("--by", default="algorithm.lambda0", help="the param whose settings are compared")
     parser.add_argument("--all-rows", action="store_true", help="do not restrict lambda0 to the modulation-off rows")
     parser.add_argument("--measure", choices=sorted(MEASURES), default="final", help="final success or AUC")
-    parser.add_argument("--seeds", type=seed_list, default=None,
-                        help="comma-separated seeds to compare (default: every seed found), e.g. 0,1,2,3,4")
+    parser.add_argument(
+        "--seeds",
+        type=seed_list,
+        default=None,
+        help="comma-separated seeds to compare (default: every seed found), e.g. 0,1,2,3,4",
+    )
     args = parser.parse_args(argv)
     from mlflow.tracking import MlflowClient
 
@@ -156,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = sensitivity(table)
     except ValueError as error:
-        print(f"python -m analysis.sensitivity: {error} (found {table.notna().sum(axis=1).to_dict()} seeds per setting)")
+        print(
+            f"python -m analysis.sensitivity: {error} (found {table.notna().sum(axis=1).to_dict()} seeds per setting)"
+        )
         return 1
     print(render(result, args.by, args.measure))
     return 0

@@ -50,8 +50,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import scipy.optimize
@@ -124,14 +124,20 @@ def _boundaries(fractions: tuple[float, ...], alpha: float, function: str) -> np
         mass = density * weights  # probability carried by each grid point of the continuation region
         root_t = math.sqrt(fraction)
 
-        def exit_probability(c: float) -> float:
+        def exit_probability(
+            c: float, root_t: float = root_t, mass: np.ndarray = mass, grid: np.ndarray = grid, sd: float = sd
+        ) -> float:
             edge = c * root_t
             return float(mass @ (scipy.stats.norm.cdf((-edge - grid) / sd) + scipy.stats.norm.sf((edge - grid) / sd)))
 
         if target <= 1e-15 or exit_probability(BOUNDARY_CAP) >= target:
             c = BOUNDARY_CAP
         else:
-            c = float(scipy.optimize.brentq(lambda c: exit_probability(c) - target, 0.0, BOUNDARY_CAP, xtol=1e-10))
+            c = float(
+                scipy.optimize.brentq(
+                    lambda c, target=target: exit_probability(c) - target, 0.0, BOUNDARY_CAP, xtol=1e-10
+                )
+            )
         result[k] = c
         new_grid = np.linspace(-c * root_t, c * root_t, GRID) if c < BOUNDARY_CAP else np.linspace(-8, 8, GRID) * root_t
         step = new_grid[1] - new_grid[0]
@@ -245,8 +251,12 @@ class Schedule:
         try:
             fields = dict(part.split("=", 1) for part in text.split(";"))
             return cls(
-                tuple(int(n) for n in fields["looks"].split(",")), fields["spending"], float(fields["alpha"]),
-                float(fields["margin"]), int(fields["min_deciding"]), float(fields["spend"]),
+                tuple(int(n) for n in fields["looks"].split(",")),
+                fields["spending"],
+                float(fields["alpha"]),
+                float(fields["margin"]),
+                int(fields["min_deciding"]),
+                float(fields["spend"]),
             )
         except (KeyError, ValueError) as error:
             raise ValueError(f"not a sequential design tag: {text!r} ({error})") from None
@@ -328,7 +338,14 @@ def run_sequential(
     return Stopped(look, decision, seeds, low, high)
 
 
-def run_fixed(differences: np.ndarray, task_variance: np.ndarray, tasks: float, alpha: float = stats.ALPHA, margin: float = stats.EQUIVALENCE_MARGIN, kind: str = GREATER) -> np.ndarray:
+def run_fixed(
+    differences: np.ndarray,
+    task_variance: np.ndarray,
+    tasks: float,
+    alpha: float = stats.ALPHA,
+    margin: float = stats.EQUIVALENCE_MARGIN,
+    kind: str = GREATER,
+) -> np.ndarray:
     """The fixed-n decision on all seeds at once (the fixed-n interval of ``analysis.cells``)."""
     n = differences.shape[1]
     level = alpha if kind == GREATER else 2 * alpha
@@ -337,14 +354,18 @@ def run_fixed(differences: np.ndarray, task_variance: np.ndarray, tasks: float, 
     return decide(estimate - half, estimate + half, kind, margin)
 
 
-def false_decision_rate(schedule: Schedule, replicates: int = CALIBRATION_REPLICATES, seed: int = CALIBRATION_SEED) -> float:
+def false_decision_rate(
+    schedule: Schedule, replicates: int = CALIBRATION_REPLICATES, seed: int = CALIBRATION_SEED
+) -> float:
     """The largest, over the regimes of ``analysis.sequential_sim``, share of simulated experiments
     without a true difference that ``schedule`` decides holds or contradicted."""
     from analysis.sequential_sim import REGIMES, TASKS, simulate
 
     worst = 0.0
     for number, regime in enumerate(REGIMES):
-        differences, variances = simulate(np.random.default_rng([seed, number]), regime, 0.0, replicates, schedule.max_seeds)
+        differences, variances = simulate(
+            np.random.default_rng([seed, number]), regime, 0.0, replicates, schedule.max_seeds
+        )
         decision = run_sequential(differences, variances, TASKS, schedule).decision
         worst = max(worst, float(np.mean((decision == HOLDS) | (decision == CONTRADICTED))))
     return worst

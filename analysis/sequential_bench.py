@@ -18,6 +18,7 @@ from analysis import sequential
 from analysis.sequential import CONTRADICTED, EQUIVALENT, GREATER, HOLDS, Schedule
 from analysis.sequential_sim import REGIMES, TASKS, Regime, simulate
 
+
 @dataclass(frozen=True)
 class Row:
     regime: str
@@ -37,9 +38,14 @@ def evaluate(regime: Regime, difference: float, schedule: Schedule, replicates: 
     run = sequential.run_sequential(differences, variances, TASKS, schedule, GREATER)
     fixed = sequential.run_fixed(differences, variances, TASKS, schedule.alpha, schedule.margin)
     return Row(
-        regime.name, difference, float(np.mean(run.decision == HOLDS)), float(np.mean(run.decision == CONTRADICTED)),
-        float(np.mean(run.decision == EQUIVALENT)), float(run.seeds.mean()),
-        float(np.mean(fixed == HOLDS)), float(np.mean(fixed == CONTRADICTED)),
+        regime.name,
+        difference,
+        float(np.mean(run.decision == HOLDS)),
+        float(np.mean(run.decision == CONTRADICTED)),
+        float(np.mean(run.decision == EQUIVALENT)),
+        float(run.seeds.mean()),
+        float(np.mean(fixed == HOLDS)),
+        float(np.mean(fixed == CONTRADICTED)),
     )
 
 
@@ -49,12 +55,14 @@ def table(schedule: Schedule, replicates: int, differences: tuple[float, ...] = 
 
 def markdown(rows: list[Row]) -> str:
     lines = [
-        "| Regime | True diff (pts) | Seq. holds | Seq. contradicted | Seq. equivalent | Mean seeds | Fixed-n holds | Fixed-n contradicted |",
+        "| Regime | True diff (pts) | Seq. holds | Seq. contradicted | Seq. equivalent | Mean seeds | Fixed-n holds "
+        "| Fixed-n contradicted |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     lines += [
         f"| {r.regime} | {100 * r.difference:g} | {100 * r.decided_holds:.2f}% | {100 * r.decided_contradicted:.2f}% | "
-        f"{100 * r.equivalent:.2f}% | {r.mean_seeds:.1f} | {100 * r.fixed_holds:.2f}% | {100 * r.fixed_contradicted:.2f}% |"
+        f"{100 * r.equivalent:.2f}% | {r.mean_seeds:.1f} | {100 * r.fixed_holds:.2f}% | "
+        f"{100 * r.fixed_contradicted:.2f}% |"
         for r in rows
     ]
     return "\n".join(lines)
@@ -73,8 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         schedule = schedule.calibrated()
     began = time.monotonic()
     rows = table(schedule, args.replicates)
-    print(f"design {schedule.tag()}; boundaries {np.round(schedule.boundaries(), 3).tolist()}; "
-          f"{args.replicates} replicates per row, {TASKS} tasks per seed")
+    print(
+        f"design {schedule.tag()}; boundaries {np.round(schedule.boundaries(), 3).tolist()}; "
+        f"{args.replicates} replicates per row, {TASKS} tasks per seed"
+    )
     print(markdown(rows))
     print(f"({time.monotonic() - began:.1f} s)")
     return 0

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -102,13 +102,21 @@ def restrict(cell: CellResult, seeds: int) -> CellResult:
     tasks = None if cell.task_success is None else tuple(cell.task_success[i] for i in keep)
     auc = None if cell.auc is None else cell.auc[keep]
     return dataclasses.replace(
-        cell, run_ids=tuple(cell.run_ids[i] for i in keep), seeds=tuple(cell.seeds[i] for i in keep),
-        success=cell.success[keep], task_success=tasks, auc=auc, expected=tuple(s for s in cell.expected if s < seeds),
+        cell,
+        run_ids=tuple(cell.run_ids[i] for i in keep),
+        seeds=tuple(cell.seeds[i] for i in keep),
+        success=cell.success[keep],
+        task_success=tasks,
+        auc=auc,
+        expected=tuple(s for s in cell.expected if s < seeds),
     )
 
 
 def replay(
-    evidence: Evidence, functions: Sequence[Callable[[Evidence], Claim]], schedule: Schedule, names: Mapping[CellKey, str]
+    evidence: Evidence,
+    functions: Sequence[Callable[[Evidence], Claim]],
+    schedule: Schedule,
+    names: Mapping[CellKey, str],
 ) -> Replay:
     """The looks of ``schedule`` that the cells have the seeds for, in order; ``functions`` make the
     block's claims (``claims.CLAIMS``), ``names`` are the block's cells with their row names."""
@@ -119,7 +127,9 @@ def replay(
     last: list[Claim] = []
     for k in range(looks_made):
         n = schedule.looks[k]
-        restricted = dataclasses.replace(evidence, cells={key: restrict(cell, n) for key, cell in evidence.cells.items()})
+        restricted = dataclasses.replace(
+            evidence, cells={key: restrict(cell, n) for key, cell in evidence.cells.items()}
+        )
         last = [function(restricted) for function in functions]
         for claim in last:
             for (name, comparison), kind in zip(claim.comparisons, claim.kinds):
@@ -133,8 +143,17 @@ def replay(
                 if claim.verdict == MISSING:
                     made = CONTINUE
                 states[key] = Tested(
-                    claim.statement, name, kind, k, made != CONTINUE, comparison.seeds, comparison.estimate,
-                    low if math.isfinite(half) else math.nan, high if math.isfinite(half) else math.nan, level, made,
+                    claim.statement,
+                    name,
+                    kind,
+                    k,
+                    made != CONTINUE,
+                    comparison.seeds,
+                    comparison.estimate,
+                    low if math.isfinite(half) else math.nan,
+                    high if math.isfinite(half) else math.nan,
+                    level,
+                    made,
                 )
     adjusted = [_adjust(claim, states) for claim in last]
     seeds = {name: int(evidence.cells[key].n) for key, name in names.items() if key in evidence.cells}
@@ -156,13 +175,14 @@ def block_claims(block: str) -> list[Callable[[Evidence], Claim]]:
     return [function for needs, function in claims_module.CLAIMS.values() if needs == (block,)]
 
 
-
 def decidable_blocks() -> list[str]:
     """The blocks whose claims make comparisons (``block_claims`` is not empty)."""
     return sorted({needs[0] for needs, _ in claims_module.CLAIMS.values() if len(needs) == 1})
 
 
-def designs(plan: Plan, results: Mapping[CellKey, CellResult], ledger: pd.DataFrame, diagnostics: pd.DataFrame) -> tuple[dict[str, Replay], list[str]]:
+def designs(
+    plan: Plan, results: Mapping[CellKey, CellResult], ledger: pd.DataFrame, diagnostics: pd.DataFrame
+) -> tuple[dict[str, Replay], list[str]]:
     """Per requested block whose used runs all carry one design (``gaca.sequential.<block>``), its
     replay; and a note for each block whose runs carry several or only some carry one (then its
     claims keep the fixed-n intervals)."""

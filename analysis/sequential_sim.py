@@ -1,5 +1,6 @@
 """Simulated experiments like the measured ones, for the sequential design's calibration
-(``analysis.sequential.calibrate``), its benchmark and its tests (``simulate``): two cells compared seed by seed over ``TASKS`` evaluation
+(``analysis.sequential.calibrate``), its benchmark and its tests (``simulate``): two cells compared
+seed by seed over ``TASKS`` evaluation
 tasks. Each cell's success on a seed is its level plus the true difference (for cell a); a seed's
 mean over its tasks adds task noise of variance v / TASKS, v the variance of a per-task paired
 difference (binary episodes: the sum of the two cells' p (1 - p)), and the task-level variance is
@@ -40,7 +41,9 @@ REGIMES = (
 )
 
 
-def simulate(rng: np.random.Generator, regime: Regime, difference: float, replicates: int, seeds: int) -> tuple[np.ndarray, np.ndarray]:
+def simulate(
+    rng: np.random.Generator, regime: Regime, difference: float, replicates: int, seeds: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-seed paired differences a - b and the estimated task-level variance of each (the
     within-seed variance of the per-task differences over ``TASKS``), each ``(replicates, seeds)``."""
     shape = (replicates, seeds)
@@ -63,5 +66,3 @@ def simulate(rng: np.random.Generator, regime: Regime, difference: float, replic
     noise = rng.standard_normal(shape) * np.sqrt(task_variance / TASKS)
     estimated = task_variance * rng.chisquare(TASKS - 1, shape) / (TASKS - 1)
     return level_a - level_b + noise, estimated / TASKS
-
-

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import scipy.optimize
@@ -127,7 +127,11 @@ def half_width(levels: Sequence[Level], seeds: float, confidence: float = CONFID
         return float("nan")
     quantile = 0.5 + confidence / 2.0
     return max(
-        (float(scipy.stats.t.ppf(quantile, level.df(seeds))) * level.standard_error(seeds) for level in levels if level.variance > 0),
+        (
+            float(scipy.stats.t.ppf(quantile, level.df(seeds))) * level.standard_error(seeds)
+            for level in levels
+            if level.variance > 0
+        ),
         default=0.0,
     )
 
@@ -155,7 +159,11 @@ def minimum_detectable_effect(
     if not levels or any(math.isnan(level.variance) for level in levels) or seeds < 2:
         return float("nan")
     return max(
-        (_detectable_errors(level.df(seeds), alpha, power) * level.standard_error(seeds) for level in levels if level.variance > 0),
+        (
+            _detectable_errors(level.df(seeds), alpha, power) * level.standard_error(seeds)
+            for level in levels
+            if level.variance > 0
+        ),
         default=0.0,
     )
 
@@ -172,7 +180,9 @@ def seeds_needed(levels: Sequence[Level], effect: float, alpha: float = ALPHA, p
     return seeds
 
 
-def anova_seeds_needed(means: Sequence[float], pooled_std: float, alpha: float = ALPHA, power: float = POWER, limit: int = 10_000) -> int | None:
+def anova_seeds_needed(
+    means: Sequence[float], pooled_std: float, alpha: float = ALPHA, power: float = POWER, limit: int = 10_000
+) -> int | None:
     """The fewest seeds per setting at which a one-way ANOVA across settings with these true ``means``
     and within-setting std ``pooled_std`` rejects at ``alpha`` with probability ``power``: the
     noncentral F with noncentrality k n f^2, Cohen's f = std(means, ddof=0) / pooled_std (k = 4

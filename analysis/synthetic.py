@@ -12,9 +12,9 @@ import copy
 import functools
 import tempfile
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 from mlflow.entities import Metric, Param
@@ -32,7 +32,7 @@ HISTOGRAM_BINS = contract.CRITICALITY_BINS[:-1]
 BATCH = 1000  # MLflow's limit of metrics per log_batch
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def composed(env: str, scale: str, preset: str) -> dict[str, object]:
     """``conf/train.yaml`` composed with ``env``, ``model=scale`` and ``trainer=preset``, as plain data."""
     from gaca.compose import compose, resolve

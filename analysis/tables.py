@@ -11,16 +11,24 @@ row groups, and all three share one look.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.blocks import Block, environment_label, report_blocks, methods, scale_label
+from analysis.blocks import Block, environment_label, methods, report_blocks, scale_label
 from analysis.cells import (
-    PAIRED_SEEDS, PAIRED_TASKS, UNPAIRED, CellKey, CellResult, Comparison, Plan, compare, power_line,
+    PAIRED_SEEDS,
+    PAIRED_TASKS,
+    UNPAIRED,
+    CellKey,
+    CellResult,
+    Comparison,
+    Plan,
+    compare,
+    power_line,
 )
 from analysis.latex import escape
 from gaca.contract import DIAGNOSTIC_METRICS
@@ -159,9 +167,7 @@ def main_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) 
                     *(success(cell, _is_best(cell, best, measure), measure) for cell in row_cells),
                     difference(gain),
                     difference_interval(gain),
-                    NOT_RUN
-                    if gain is None
-                    else f"{gain.probability_of_improvement:.2f} ($p = {gain.p_value:.2f}$)",
+                    NOT_RUN if gain is None else f"{gain.probability_of_improvement:.2f} ($p = {gain.p_value:.2f}$)",
                 ]
             )
         previous_env = env
@@ -241,7 +247,8 @@ def ablation_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: s
     notes = [
         rf"Ablations on {escape(environment_label(env))} at scale {escape(scale_label(scale))}: "
         rf"evaluation success (\%, {_selection_text(selection)}), mean $\pm$ std over seeds, best per block in bold, "
-        r"95\% t interval over seeds, never narrower than the task-level one; AUC: mean success over the run's evaluations; "
+        r"95\% t interval over seeds, never narrower than the task-level one; AUC: mean success over the run's "
+        r"evaluations; "
         r"$\Delta$: points against GACA with every default, its 95\% t interval paired by seed and evaluation task.",
         _pairing_notes(all_gains),
     ]

@@ -19,13 +19,25 @@ BENCHMARKS = {
 # command -> (module with main(argv) -> int | None, one-line help)
 COMMANDS = {
     "train": ("gaca.backends.entry", "train one run: gaca train algorithm=gigpo env=shop seed=1 (Hydra overrides)"),
-    "sweep": ("gaca.orchestration.sweep", "run an ablation block: gaca sweep BLOCK [--dry-run] [--until-decided] [overrides]"),
+    "sweep": (
+        "gaca.orchestration.sweep",
+        "run an ablation block: gaca sweep BLOCK [--dry-run] [--until-decided] [overrides]",
+    ),
     "status": ("gaca.orchestration.status", "what is done, running, failed or missing: gaca status [BLOCK]"),
     "search": ("gaca.orchestration.search", "Optuna search over the gate: gaca search gate [--trials N] [--workers K]"),
-    "report": ("analysis.report", "LaTeX tables, figures and claims from MLflow: gaca report [BLOCK ...] [--out reports/]"),
+    "report": (
+        "analysis.report",
+        "LaTeX tables, figures and claims from MLflow: gaca report [BLOCK ...] [--out reports/]",
+    ),
     "mlflow": ("gaca.tracking.server", "serve the project's MLflow store (127.0.0.1; elsewhere with authentication)"),
-    "backup": ("gaca.tracking.backup_cli", "backups of the SQLite store: gaca backup list | gaca backup restore [NAME]"),
-    "verl-agent": ("gaca.backends.verl.agent_check", "can gaca's hooks run this verl-agent checkout: gaca verl-agent check PATH"),
+    "backup": (
+        "gaca.tracking.backup_cli",
+        "backups of the SQLite store: gaca backup list | gaca backup restore [NAME]",
+    ),
+    "verl-agent": (
+        "gaca.backends.verl.agent_check",
+        "can gaca's hooks run this verl-agent checkout: gaca verl-agent check PATH",
+    ),
     "bench": (None, "print a benchmark table: gaca bench {" + "|".join(BENCHMARKS) + "}"),
 }
 
@@ -83,8 +95,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         from gaca.tracking.secrets import redact_text
 
-        print(f"gaca {argv[0]}: {type(error).__name__}: {redact_text(error)} (gaca --debug {argv[0]} ... shows the "
-              "traceback)", file=sys.stderr)
+        print(
+            f"gaca {argv[0]}: {type(error).__name__}: {redact_text(error)} (gaca --debug {argv[0]} ... shows the "
+            "traceback)",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -11,7 +11,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
-"""The project's config groups (``algorithm``, ``env``, ``model``, ``trainer``, ``backend``, ``launcher``, ``search``)."""
+"""The project's config groups (``algorithm``, ``env``, ``model``, ``trainer``, ``backend``, ``launcher``,
+``search``)."""
 
 
 class ConfigError(ValueError):
@@ -32,9 +33,13 @@ def compose(overrides: list[str]) -> DictConfig:
 def resolve(cfg: DictConfig) -> dict[str, Any]:
     """The composed config as plain data, Hydra's own node removed."""
     try:
-        resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True))  # a config root is a mapping
+        resolved = cast(
+            dict[str, Any], OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+        )  # a config root is a mapping
     except MissingMandatoryValue as error:
-        raise ConfigError(f"{error.full_key} is required (it has no default); set it with {error.full_key}=...") from None
+        raise ConfigError(
+            f"{error.full_key} is required (it has no default); set it with {error.full_key}=..."
+        ) from None
     resolved.pop("hydra", None)
     return resolved
 

@@ -17,7 +17,8 @@ import their names from here. Importable without torch or MLflow.
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -98,7 +99,13 @@ METRICS: Mapping[str, str] = {
 
 DIAGNOSTIC_METRICS = (DIAG_CRITICALITY_STD, DIAG_LAMBDA_MEAN, DIAG_LAMBDA_STD, DIAG_CLAMP_FRAC, DIAG_NONSINGLETON_FRAC)
 """The estimator's own diagnostics (``AdvantageOutput.diagnostics`` under ``diag/``; the paper's Table 7)."""
-SIGNAL_METRICS = (DIAG_ZERO_ADV_FRAC, DIAG_MIXED_GROUP_FRAC, DIAG_STEP_EPISODE_CORR, DIAG_LENGTH_FRAC, DIAG_C_LENGTH_CORR)
+SIGNAL_METRICS = (
+    DIAG_ZERO_ADV_FRAC,
+    DIAG_MIXED_GROUP_FRAC,
+    DIAG_STEP_EPISODE_CORR,
+    DIAG_LENGTH_FRAC,
+    DIAG_C_LENGTH_CORR,
+)
 """Where a batch's learning signal is (``gaca.backends.cpu.signal``; docs/testbed.md)."""
 EVAL_METRICS = (EVAL_SUCCESS_RATE, EVAL_RETURN_MEAN, EVAL_EPISODE_LENGTH)
 """Logged at step 0 and at every evaluation."""
@@ -224,8 +231,16 @@ NOT_IDENTITY_MODEL = ("device",)
 NOT_IDENTITY_ENV = ("cache_dir",)
 """Where generated ALFWorld games are cached; games_dir (which games) stays."""
 NOT_IDENTITY_BACKEND = (
-    "gpus_per_node", "nnodes", "tensor_parallel_size", "micro_batch_size_per_gpu",
-    "log_prob_micro_batch_size_per_gpu", "data_dir", "verl_agent_dir", "trainer_command", "env_vars", "python",
+    "gpus_per_node",
+    "nnodes",
+    "tensor_parallel_size",
+    "micro_batch_size_per_gpu",
+    "log_prob_micro_batch_size_per_gpu",
+    "data_dir",
+    "verl_agent_dir",
+    "trainer_command",
+    "env_vars",
+    "python",
     "device",
 )
 """How a verl job is placed and started (GPUs, folders, the trainer command) does not change what it computes."""

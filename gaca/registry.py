@@ -16,8 +16,9 @@ sweep``, ``gaca report``) through Hydra's own mechanism: a ``SearchPathPlugin`` 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -107,4 +108,3 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
-

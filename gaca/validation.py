@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Collection, Iterator, Mapping, Protocol
+from collections.abc import Collection, Iterator, Mapping
+from typing import Any, Protocol
 
 
 def check_int(key: str, value: object, low: int, high: float = math.inf, why: str = "") -> None:

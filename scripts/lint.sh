@@ -4,7 +4,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 status=0
-.venv/bin/ruff check gaca analysis tests || status=1
-.venv/bin/ruff format --check gaca analysis tests || status=1
+.venv/bin/ruff check gaca analysis tests scripts || status=1
+.venv/bin/ruff format --check gaca analysis tests scripts || status=1
 .venv/bin/mypy gaca analysis || status=1
 exit "$status"

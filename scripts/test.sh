@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # Set everything up and run the whole test suite (CI runs exactly this through .ci/run).
-# GACA_LINT=1 also runs scripts/lint.sh (ruff and mypy) before the tests.
+# Lint, format and type checks (scripts/lint.sh: ruff, mypy) run first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev verl alfworld
-if [ "${GACA_LINT:-0}" = 1 ]; then
-  bash scripts/lint.sh
-fi
+bash scripts/lint.sh
 .venv/bin/python -m pytest "$@"

@@ -20,9 +20,18 @@ from pathlib import Path
 import psutil
 
 SHARED = [
-    "trainer=quick", "trainer.init=scratch", "trainer.iterations=3", "trainer.tasks_per_iteration=2",
-    "trainer.group_size=2", "trainer.num_eval_tasks=2", "trainer.eval_episodes_per_task=1", "trainer.eval_every=1",
-    "trainer.checkpoint_every=1", "env.difficulty=easy", "env.horizon=8", "algorithm.conventions=spec",
+    "trainer=quick",
+    "trainer.init=scratch",
+    "trainer.iterations=3",
+    "trainer.tasks_per_iteration=2",
+    "trainer.group_size=2",
+    "trainer.num_eval_tasks=2",
+    "trainer.eval_episodes_per_task=1",
+    "trainer.eval_every=1",
+    "trainer.checkpoint_every=1",
+    "env.difficulty=easy",
+    "env.horizon=8",
+    "algorithm.conventions=spec",
 ]
 BACKENDS = {"cpu": ["trainer.threads=1"], "verl": ["backend=verl_cpu"]}
 
@@ -30,8 +39,12 @@ BACKENDS = {"cpu": ["trainer.threads=1"], "verl": ["backend=verl_cpu"]}
 def run(folder: Path, overrides: list[str]) -> tuple[float, float]:
     """Wall seconds and peak summed RSS (GB) of `gaca train OVERRIDES` and every process it starts."""
     began = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "gaca.cli", "train", *overrides], cwd=folder,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gaca.cli", "train", *overrides],
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     root, peak = psutil.Process(process.pid), 0
     while process.poll() is None:
         try:
@@ -54,17 +67,25 @@ def main(argv: list[str]) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     measured = {name: run(folder, [*SHARED, *backend, *extra]) for name, backend in BACKENDS.items()}
     client = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")
-    runs = {r.data.tags["gaca.backend"]: r for r in client.search_runs([client.get_experiment_by_name("gaca").experiment_id])}
+    runs = {
+        r.data.tags["gaca.backend"]: r
+        for r in client.search_runs([client.get_experiment_by_name("gaca").experiment_id])
+    }
 
     def curve(name: str, metric: str) -> list[float]:
         history = sorted(client.get_metric_history(runs[name].info.run_id, metric), key=lambda m: m.step)
         return [round(m.value, 3) for m in history]
 
-    print(f"{'backend':8} {'wall s':>7} {'peak GB':>8} {'s/iteration (median)':>21}  eval success by iteration   eval return")
+    print(
+        f"{'backend':8} {'wall s':>7} {'peak GB':>8} {'s/iteration (median)':>21}  eval success by iteration   eval "
+        "return"
+    )
     for name, (wall, peak) in measured.items():
         seconds = statistics.median(curve(name, "perf/iteration_s"))
-        print(f"{name:8} {wall:7.1f} {peak:8.2f} {seconds:21.2f}  {curve(name, 'eval/success_rate')}  "
-              f"{curve(name, 'eval/return_mean')}")
+        print(
+            f"{name:8} {wall:7.1f} {peak:8.2f} {seconds:21.2f}  {curve(name, 'eval/success_rate')}  "
+            f"{curve(name, 'eval/return_mean')}"
+        )
     print(f"runs and store in {folder}")
     return 0
 

@@ -55,7 +55,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     missing = [name for name in CI_MODULES if importlib.util.find_spec(name) is None]
     if missing:
-        raise pytest.UsageError(f"CI=true but {missing} cannot be imported; `bash scripts/setup.sh dev verl alfworld` installs them")
+        raise pytest.UsageError(
+            f"CI=true but {missing} cannot be imported; `bash scripts/setup.sh dev verl alfworld` installs them"
+        )
 
 
 # marker -> the check that says why its tests cannot run here (None: they can).

@@ -16,7 +16,9 @@ def test_the_contract_identity_and_the_analysis_grid_import_without_torch():
 
 
 def test_every_metric_and_tag_is_prefixed_and_explained():
-    assert all(name.split("/")[0] in ("train", "loss", "eval", "final", "init", "diag", "perf") for name in contract.METRICS)
+    assert all(
+        name.split("/")[0] in ("train", "loss", "eval", "final", "init", "diag", "perf") for name in contract.METRICS
+    )
     assert all(meaning for meaning in contract.METRICS.values())
     assert all(name.startswith("gaca.") and meaning for name, meaning in contract.TAGS.items())
     assert set(contract.DIAGNOSTIC_METRICS + contract.SIGNAL_METRICS + contract.EVAL_METRICS) <= set(contract.METRICS)
@@ -42,8 +44,12 @@ def test_a_run_and_its_table_cell_follow_one_canonical_config():
 def test_params_are_written_flat_and_read_back():
     config = {"algorithm": {"lambda0": 0.5, "detector": "entropy"}, "trainer": {"threads": None, "bc": {"steps": 250}}}
     params = contract.flatten(config)
-    assert params == {"algorithm.lambda0": "0.5", "algorithm.detector": "entropy", "trainer.threads": "None",
-                      "trainer.bc.steps": "250"}
+    assert params == {
+        "algorithm.lambda0": "0.5",
+        "algorithm.detector": "entropy",
+        "trainer.threads": "None",
+        "trainer.bc.steps": "250",
+    }
     assert contract.unflatten({key: contract.parse_param(value) for key, value in params.items()}) == config
     assert contract.parse_param("3") == 3 and isinstance(contract.parse_param("3"), int)
     assert contract.parse_param("True") is True and contract.parse_param("1e-06") == 1e-06

@@ -5,7 +5,8 @@
   contract's names.
 
 Shared by both: the run config (``gaca.backends.config``), ``gaca train`` (``gaca.backends.entry``:
-composed and validated by ``gaca.compose``, dispatched here), the run's life in MLflow (``gaca.backends.lifecycle``) and what
+composed and validated by ``gaca.compose``, dispatched here), the run's life in MLflow
+(``gaca.backends.lifecycle``) and what
 training reports (``gaca.backends.result``).
 
 A backend is ``(RunConfig, resolved config) -> TrainResult``; entries are imported on first use.

@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from gaca.backends import BACKENDS
 from gaca.envs import EnvConfig
@@ -156,7 +157,7 @@ class TrainerConfig:
         return self.lr
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "TrainerConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> TrainerConfig:
         values = dict(values)
         _reject_unknown("trainer", values, cls)
         bc = values.pop("bc", None) or {}
@@ -191,7 +192,8 @@ class BackendConfig:
     ``main_ppo`` command line from the run config (``gaca.backends.verl.job``)."""
 
     name: str = "cpu"
-    """cpu: the embedded trainer (gaca.backends.cpu.loop); verl: a verl-agent training job (gaca.backends.verl.launch)."""
+    """cpu: the embedded trainer (gaca.backends.cpu.loop); verl: a verl-agent training job
+    (gaca.backends.verl.launch)."""
     gpus_per_node: int | None = None
     """trainer.n_gpus_per_node; None = the launcher's hydra.launcher.gpus_per_node, else 1."""
     nnodes: int = 1
@@ -237,10 +239,16 @@ class BackendConfig:
             isinstance(self.python, Mapping) and not all(isinstance(key, str) for key in self.python)
         ):
             raise ValueError(
-                f"backend.python must be a Python executable path, a mapping env family -> path, or null; got {self.python!r}"
+                "backend.python must be a Python executable path, a mapping env family -> path, or null; got "
+                f"{self.python!r}"
             )
-        for key in ("gpus_per_node", "tensor_parallel_size", "max_prompt_length", "micro_batch_size_per_gpu",
-                    "log_prob_micro_batch_size_per_gpu"):
+        for key in (
+            "gpus_per_node",
+            "tensor_parallel_size",
+            "max_prompt_length",
+            "micro_batch_size_per_gpu",
+            "log_prob_micro_batch_size_per_gpu",
+        ):
             if getattr(self, key) is not None:
                 check_int(f"backend.{key}", getattr(self, key), 1)
         check_int("backend.nnodes", self.nnodes, 1)
@@ -257,7 +265,9 @@ class BackendConfig:
             raise ValueError(
                 f"backend.trainer_command must be a non-empty list of strings or null, got {self.trainer_command!r}"
             )
-        if not isinstance(self.overrides, (list, tuple)) or not all(isinstance(o, str) and "=" in o for o in self.overrides):
+        if not isinstance(self.overrides, (list, tuple)) or not all(
+            isinstance(o, str) and "=" in o for o in self.overrides
+        ):
             raise ValueError(f"backend.overrides must be a list of KEY=VALUE strings, got {self.overrides!r}")
         if not isinstance(self.env_vars, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.env_vars.items()
@@ -265,7 +275,7 @@ class BackendConfig:
             raise ValueError(f"backend.env_vars must map names to strings, got {self.env_vars!r}")
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "BackendConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> BackendConfig:
         _reject_unknown("backend", values, cls)
         return cls(**values)
 
@@ -293,19 +303,22 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.trainer.tasks_per_iteration > self.env.num_train_tasks:
             raise ValueError(
-                f"trainer.tasks_per_iteration={self.trainer.tasks_per_iteration} distinct tasks cannot be drawn from the "
-                f"env's {self.env.num_train_tasks} training tasks (env.num_train_tasks): lower it or raise env.num_train_tasks"
+                f"trainer.tasks_per_iteration={self.trainer.tasks_per_iteration} distinct tasks cannot be drawn from "
+                "the "
+                f"env's {self.env.num_train_tasks} training tasks (env.num_train_tasks): lower it or raise "
+                "env.num_train_tasks"
             )
         if self.trainer.num_eval_tasks is not None and self.trainer.num_eval_tasks > self.env.num_eval_tasks:
             raise ValueError(
-                f"trainer.num_eval_tasks={self.trainer.num_eval_tasks} is more than the env's {self.env.num_eval_tasks} "
+                f"trainer.num_eval_tasks={self.trainer.num_eval_tasks} is more than the env's "
+                f"{self.env.num_eval_tasks} "
                 "held-out tasks (env.num_eval_tasks): lower it or raise env.num_eval_tasks"
             )
         if self.backend.name == "verl":
             _check_verl_run(self)
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "RunConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> RunConfig:
         """Validate a plain mapping (e.g. ``OmegaConf.to_container(cfg, resolve=True)``).
 
         Raises ``ValueError`` whose message names the offending key, e.g. ``trainer.group_size``.
@@ -346,12 +359,15 @@ class RunConfig:
         env = self.env.to_dict()
         env["knobs"] = resolved_knobs(env)  # a preset's values, not only its name
         return {
-            "env": env, "model": self.model.to_dict(), "bc": self.trainer.bc.__dict__, "seed": self.seed,
+            "env": env,
+            "model": self.model.to_dict(),
+            "bc": self.trainer.bc.__dict__,
+            "seed": self.seed,
             "code": source_fingerprint(Path(__file__).parents[1], STARTING_POLICY_CODE),
         }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def source_fingerprint(root: Path, parts: tuple[str, ...]) -> str:
     """sha256 over the ``.py`` files of ``parts`` (folders, searched recursively, or files) under
     ``root``: each file's path relative to ``root`` and its bytes, in path order."""
@@ -378,7 +394,8 @@ def _check_verl_run(run: RunConfig) -> None:
     if run.model.name != "path" and not served:
         raise ValueError(
             f"model.name: backend=verl on verl-agent's environments trains a Hugging Face checkpoint; set model=path "
-            f"model.path=<folder or hub id> (e.g. Qwen2.5-1.5B-Instruct), or backend.environment=gaca for model={run.model.name}"
+            "model.path=<folder or hub id> (e.g. Qwen2.5-1.5B-Instruct), or backend.environment=gaca for "
+            f"model={run.model.name}"
         )
     if run.trainer.init != "scratch" and run.model.name == "path":
         raise ValueError(
@@ -386,7 +403,9 @@ def _check_verl_run(run: RunConfig) -> None:
             "backend=verl starts a checkpoint as loaded: use trainer=paper or trainer.init=scratch"
         )
     if run.trainer.clip_ratio_c is None:
-        raise ValueError("trainer.clip_ratio_c must be a number > 1 with backend=verl (verl always applies the dual clip)")
+        raise ValueError(
+            "trainer.clip_ratio_c must be a number > 1 with backend=verl (verl always applies the dual clip)"
+        )
     if run.trainer.lr_schedule != "constant":
         raise ValueError(
             f"trainer.lr_schedule={run.trainer.lr_schedule} is the CPU trainer's; backend=verl keeps verl's constant "
@@ -409,4 +428,6 @@ def _plain(value: Any, key: str) -> dict[str, Any]:
 
 
 def _reject_unknown(prefix: str, values: Mapping[str, Any], cls: type, extra: tuple[str, ...] = ()) -> None:
-    reject_unknown(prefix, {key: value for key, value in values.items() if key not in extra}, [f.name for f in fields(cls)])
+    reject_unknown(
+        prefix, {key: value for key, value in values.items() if key not in extra}, [f.name for f in fields(cls)]
+    )

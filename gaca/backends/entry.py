@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 from gaca.backends import BACKENDS
 from gaca.compose import CONF_DIR, ConfigError, compose, validate
 
+
 def check_places(run) -> None:
     """What a run writes to must be usable before it starts: its output folder (ConfigError) and its
     MLflow store (``StoreUnavailable``: a server that does not answer, a read-only SQLite folder)."""
@@ -18,7 +19,9 @@ def check_places(run) -> None:
 
     problem = unwritable(Path(run.output_dir))
     if problem:
-        raise ConfigError(f"output_dir={run.output_dir} cannot be written ({problem}); set output_dir=<a writable folder>")
+        raise ConfigError(
+            f"output_dir={run.output_dir} cannot be written ({problem}); set output_dir=<a writable folder>"
+        )
     check_store(configured_tracking_uri(run.tracking.uri))
 
 
@@ -36,11 +39,16 @@ def train_validated(run, resolved: dict[str, Any]) -> float | None:
     result = BACKENDS.get(run.backend.name)(run, resolved)
     uri = resolve_tracking_uri(run.tracking.uri)
     if result.skipped:
-        print(f"gaca train: run {result.run_key} was already finished (MLflow run {result.run_id} in {redact_uri(uri)})")
+        print(
+            f"gaca train: run {result.run_key} was already finished (MLflow run {result.run_id} in {redact_uri(uri)})"
+        )
     else:
         curve = ", ".join(f"{i}: {s:.2f}" for i, s in result.curve or [])
         print(f"gaca train: run {result.run_key} finished; eval success by iteration {{{curve}}}")
-        print(f"  MLflow run {result.run_id} in experiment {run.tracking.experiment!r} at {redact_uri(uri)} (browse: gaca mlflow)")
+        print(
+            f"  MLflow run {result.run_id} in experiment {run.tracking.experiment!r} at {redact_uri(uri)} (browse: "
+            "gaca mlflow)"
+        )
     return result.final_eval_success
 
 
@@ -49,13 +57,37 @@ HYDRA_SETTINGS = {
     # one); gaca prints what it has to say, and third-party loggers keep Python's defaults.
     "hydra/job_logging": "none",
     "hydra.help.app_name": "'gaca train'",
-    "hydra.help.header": "'gaca train: train one run. Overrides in Hydra syntax: gaca train algorithm=gigpo env=shop seed=1'",
-    "hydra.help.footer": "'Config groups and keys are in conf/ (README: Commands). Hydra options: gaca train --hydra-help'",
+    "hydra.help.header": (
+        "'gaca train: train one run. Overrides in Hydra syntax: gaca train algorithm=gigpo env=shop seed=1'"
+    ),
+    "hydra.help.footer": (
+        "'Config groups and keys are in conf/ (README: Commands). Hydra options: gaca train --hydra-help'"
+    ),
 }
 """Overrides ``gaca train`` gives Hydra unless the command line sets the key itself."""
-HYDRA_FLAGS = ("-h", "--help", "--hydra-help", "--info", "-c", "--cfg", "-p", "--package", "--resolve",
-               "-m", "--multirun", "--shell-completion", "-sc", "--config-path", "-cp", "--config-name", "-cn",
-               "--config-dir", "-cd", "--run", "-r")
+HYDRA_FLAGS = (
+    "-h",
+    "--help",
+    "--hydra-help",
+    "--info",
+    "-c",
+    "--cfg",
+    "-p",
+    "--package",
+    "--resolve",
+    "-m",
+    "--multirun",
+    "--shell-completion",
+    "-sc",
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--config-dir",
+    "-cd",
+    "--run",
+    "-r",
+)
 
 
 def explain_override_error(error: Exception, overrides: list[str]) -> str:
@@ -133,8 +165,11 @@ def main(argv: list[str]) -> int:
         except Exception as error:
             if debug:
                 raise
-            print(f"gaca train: {type(error).__name__}: {redact_text(error)} (gaca --debug train ... shows the traceback)",
-                  file=sys.stderr)
+            print(
+                f"gaca train: {type(error).__name__}: {redact_text(error)} (gaca --debug train ... shows the "
+                "traceback)",
+                file=sys.stderr,
+            )
             sys.exit(1)
 
     given = {arg.split("=", 1)[0].lstrip("+~") for arg in argv}

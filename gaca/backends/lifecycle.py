@@ -5,9 +5,10 @@ params and config; at the end FINISHED, KILLED (stopped, to be resumed) or FAILE
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from gaca.backends.result import TrainResult
 from gaca.contract import CONFIG_ARTIFACT
@@ -48,9 +49,9 @@ def open_or_skip(run: RunConfig, resolved: dict[str, Any]) -> OpenRun | TrainRes
     from omegaconf import OmegaConf
 
     from gaca.contract import flatten
+    from gaca.tracking.backup import hold_in_use
     from gaca.tracking.identity import run_key
     from gaca.tracking.run import RunLogger, find_run
-    from gaca.tracking.backup import hold_in_use
     from gaca.tracking.store import prepare_store, resolve_tracking_uri, sqlite_path
     from gaca.tracking.tags import run_name, run_tags
 
@@ -64,7 +65,12 @@ def open_or_skip(run: RunConfig, resolved: dict[str, Any]) -> OpenRun | TrainRes
         print(f"run {key} is already finished in MLflow (run {existing.run_id}); skipping", file=sys.stderr)
         return TrainResult(existing.run_id, key, None, skipped=True)
     logger = RunLogger.open(
-        uri, run.tracking.experiment, key, run_name(run, key), run_tags(run), flatten(resolved),
+        uri,
+        run.tracking.experiment,
+        key,
+        run_name(run, key),
+        run_tags(run),
+        flatten(resolved),
         resume_run_id=existing.run_id if existing else None,
     )
     if existing is None:

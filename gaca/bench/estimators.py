@@ -28,9 +28,9 @@ import torch
 
 from gaca import AdvantageConfig, compute_advantages
 from gaca.estimators.batch import build_step_batch
-from gaca.estimators.config import CONVENTIONS, Conventions
-from gaca.estimators.registry import ESTIMATORS
+from gaca.estimators.config import CONVENTIONS
 from gaca.estimators.reference import reference_advantages
+from gaca.estimators.registry import ESTIMATORS
 
 WORDS = "you arrive at countertop cabinet drawer fridge microwave mug apple knife on the see a an and".split()
 
@@ -63,8 +63,14 @@ def paper_scale_batch(groups: int = 128, rollouts: int = 8, steps: int = 50, see
     return columns
 
 
-def typical_batch(tasks: int = 16, rollouts: int = 8, horizon: int = 50, invalid_rate: float = 0.1,
-                  penalty: float = 0.1, seed: int = 0) -> dict[str, Any]:
+def typical_batch(
+    tasks: int = 16,
+    rollouts: int = 8,
+    horizon: int = 50,
+    invalid_rate: float = 0.1,
+    penalty: float = 0.1,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Columns of a training batch with mixed lengths and invalid actions (see the module docstring)."""
     rng = random.Random(seed)
     columns: dict[str, list] = {key: [] for key in ("group", "traj", "step", "reward", "anchor", "nll", "invalid")}
@@ -97,8 +103,14 @@ CONVENTION_STEPS: tuple[tuple[str, str], ...] = (
 def convention_effects(batch: dict[str, Any], penalty: float = 0.1) -> list[tuple[str, str, float, float]]:
     """(method, convention, mean |change|, max |change|) of the advantages as each convention is added."""
     step_batch = build_step_batch(
-        batch["group"], batch["traj"], batch["step"], batch["reward"], batch["anchor"], batch["nll"],
-        invalid=batch["invalid"], invalid_penalty=penalty,
+        batch["group"],
+        batch["traj"],
+        batch["step"],
+        batch["reward"],
+        batch["anchor"],
+        batch["nll"],
+        invalid=batch["invalid"],
+        invalid_penalty=penalty,
     )
     effects = []
     for method in ("grpo", "gigpo", "gaca"):
@@ -203,9 +215,11 @@ def main(argv: list[str] | None = None) -> None:
         reference_advantages(config=AdvantageConfig(), **batch)
         loop = time.perf_counter() - start
 
-    print(f"batch: {rows} step rows ({args.groups} groups x {args.rollouts} rollouts x {args.steps} steps), "
-          f"{nonsingleton:.0%} in non-singleton anchor groups, torch threads {args.threads}, "
-          f"median of {args.repeats} calls, anchors hashed every call")
+    print(
+        f"batch: {rows} step rows ({args.groups} groups x {args.rollouts} rollouts x {args.steps} steps), "
+        f"{nonsingleton:.0%} in non-singleton anchor groups, torch threads {args.threads}, "
+        f"median of {args.repeats} calls, anchors hashed every call"
+    )
     print(f"{'estimator':<36} {'ms':>8} {'/ gigpo':>8} {'loop / this':>12}")
     for name, seconds in medians.items():
         if name == HASHING:
@@ -227,8 +241,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{label:<52} {seconds * 1e3:>8.1f} {seconds / coded:>8.2f}")
 
     typical = typical_batch()
-    print(f"\nconventions: typical batch of {len(typical['reward'])} step rows (16 tasks x 8 rollouts, "
-          "mixed lengths up to 50, 10% invalid actions, penalty 0.1, success reward 1); |change| of A_t")
+    print(
+        f"\nconventions: typical batch of {len(typical['reward'])} step rows (16 tasks x 8 rollouts, "
+        "mixed lengths up to 50, 10% invalid actions, penalty 0.1, success reward 1); |change| of A_t"
+    )
     print(f"{'method':<7} {'convention added':<36} {'mean':>8} {'max':>8}")
     for method, label, mean, largest in convention_effects(typical):
         print(f"{method:<7} {label:<36} {mean:>8.4f} {largest:>8.4f}")

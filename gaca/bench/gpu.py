@@ -15,13 +15,15 @@ Without CUDA it prints one line and exits 0. Exit status 1 when a check fails.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -77,6 +79,9 @@ def estimator_rows(repeats: int) -> list[Row]:
             tensors.update(invalid=torch.tensor(columns["invalid"], device=device), invalid_penalty=0.1)
         return {**tensors, "anchor": columns["anchor"]}
 
+    def advantages(config: AdvantageConfig, inputs: dict[str, Any]) -> torch.Tensor:
+        return compute_advantages(config=config, **inputs).advantages
+
     batches = {"typical": typical_batch(), "paper-scale": paper_scale_batch()}
     rows = []
     for batch_name, columns in batches.items():
@@ -84,19 +89,21 @@ def estimator_rows(repeats: int) -> list[Row]:
         for conventions in ("spec", "verl_agent") if "invalid" in columns else ("spec",):
             for method in ESTIMATORS:
                 config = AdvantageConfig(method=method, conventions=conventions)
-                rows.append(compare(
-                    f"estimator {method} {conventions}, {batch_name} ({len(columns['reward'])} rows)",
-                    lambda: compute_advantages(config=config, **inputs["cpu"]).advantages,
-                    lambda: compute_advantages(config=config, **inputs["cuda"]).advantages,
-                    repeats,
-                ))
+                rows.append(
+                    compare(
+                        f"estimator {method} {conventions}, {batch_name} ({len(columns['reward'])} rows)",
+                        functools.partial(advantages, config, inputs["cpu"]),
+                        functools.partial(advantages, config, inputs["cuda"]),
+                        repeats,
+                    )
+                )
     return rows
 
 
 def hook_rows(repeats: int) -> list[Row]:
     try:
         import verl  # noqa: F401  (loads gaca's plugin through the verl.plugins entry point)
-        from omegaconf import OmegaConf
+        from omegaconf import DictConfig, ListConfig, OmegaConf
         from verl.trainer.ppo import ray_trainer
     except ImportError as error:
         return [Row("verl hooks", None, None, None, True, f"skipped: verl not importable ({error})")]
@@ -110,33 +117,37 @@ def hook_rows(repeats: int) -> list[Row]:
         data[device] = cast("DataProto", layout.data)  # a LayoutBatch holds a verl DataProto
         add_step_index(data[device], global_step=1)
         data[device] = data[device].to(device)
+
+    # each call overwrites the batch's advantages
+    def plugin(name: str, algorithm: DictConfig | ListConfig, device: str) -> torch.Tensor:
+        # verl's own trainer passes these as here: a plugin's name (no AdvantageEstimator member) and
+        # the algorithm's DictConfig node
+        return (
+            ray_trainer.compute_advantage(
+                data[device],
+                adv_estimator=name,  # type: ignore[arg-type]
+                gamma=1.0,
+                lam=1.0,
+                num_repeat=8,
+                norm_adv_by_std_in_grpo=True,
+                config=algorithm,  # type: ignore[arg-type]
+            )
+            .batch["advantages"]
+            .clone()
+        )
+
+    def verl_agent(name: str, algorithm: DictConfig | ListConfig, device: str) -> torch.Tensor:
+        return compute_batch_advantages(data[device], name, algorithm).batch["advantages"].clone()
+
     rows = []
     for name in verl_names().values():  # the plugin's algorithm.adv_estimator of each estimator offered to verl
-        algorithm = OmegaConf.create({"adv_estimator": name, "gamma": 1.0, "lam": 1.0, "gaca": {"conventions": "verl_agent"}})
-
-        def plugin(device: str) -> torch.Tensor:  # overwrites the batch's advantages each call
-            # verl's own trainer passes these as here: a plugin's name (no AdvantageEstimator member) and
-            # the algorithm's DictConfig node
-            return (
-                ray_trainer.compute_advantage(
-                    data[device],
-                    adv_estimator=name,  # type: ignore[arg-type]
-                    gamma=1.0,
-                    lam=1.0,
-                    num_repeat=8,
-                    norm_adv_by_std_in_grpo=True,
-                    config=algorithm,  # type: ignore[arg-type]
-                )
-                .batch["advantages"]
-                .clone()
-            )
-
-        def verl_agent(device: str) -> torch.Tensor:
-            return compute_batch_advantages(data[device], name, algorithm).batch["advantages"].clone()
-
+        algorithm = OmegaConf.create(
+            {"adv_estimator": name, "gamma": 1.0, "lam": 1.0, "gaca": {"conventions": "verl_agent"}}
+        )
         rows_in = f"{len(data['cpu'])} rows x 64 tokens"
         for entry, run in (("verl plugin", plugin), ("verl-agent hook", verl_agent)):
-            rows.append(compare(f"{entry} {name}, {rows_in}", lambda: run("cpu"), lambda: run("cuda"), repeats))
+            cpu, cuda = (functools.partial(run, name, algorithm, device) for device in ("cpu", "cuda"))
+            rows.append(compare(f"{entry} {name}, {rows_in}", cpu, cuda, repeats))
     return rows
 
 
@@ -145,8 +156,15 @@ def train_rows() -> list[Row]:
     for device in ("cuda", "cpu"):
         with tempfile.TemporaryDirectory(prefix="gaca-gpu-check-") as folder:
             command = [
-                sys.executable, "-m", "gaca.cli", "train", "trainer=quick", "model=small", f"model.device={device}",
-                f"output_dir={folder}/runs", f"tracking.uri=sqlite:///{folder}/mlflow.db",
+                sys.executable,
+                "-m",
+                "gaca.cli",
+                "train",
+                "trainer=quick",
+                "model=small",
+                f"model.device={device}",
+                f"output_dir={folder}/runs",
+                f"tracking.uri=sqlite:///{folder}/mlflow.db",
             ]
             start = time.perf_counter()
             done = subprocess.run(command, cwd=folder, capture_output=True, text=True)
@@ -154,8 +172,16 @@ def train_rows() -> list[Row]:
         if done.returncode != 0:
             ok = False
             notes.append(f"{device} run exited {done.returncode}: {done.stderr.strip().splitlines()[-1:]}")
-    return [Row("gaca train trainer=quick model=small (s)", seconds["cpu"] * 1e3, seconds["cuda"] * 1e3, None, ok,
-                "; ".join(notes))]
+    return [
+        Row(
+            "gaca train trainer=quick model=small (s)",
+            seconds["cpu"] * 1e3,
+            seconds["cuda"] * 1e3,
+            None,
+            ok,
+            "; ".join(notes),
+        )
+    ]
 
 
 def table(rows: list[Row]) -> str:
@@ -172,16 +198,20 @@ def table(rows: list[Row]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gaca.bench.gpu", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m gaca.bench.gpu", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per check (median reported)")
     parser.add_argument("--skip-train", action="store_true", help="leave out the two training runs")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("gpu check: no CUDA device here (torch.cuda.is_available() is False); nothing to check")
         return 0
-    print(f"gpu check: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
-          f"{torch.get_num_threads()} CPU threads", flush=True)
+    print(
+        f"gpu check: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
+        f"{torch.get_num_threads()} CPU threads",
+        flush=True,
+    )
     rows = estimator_rows(args.repeats) + hook_rows(args.repeats) + ([] if args.skip_train else train_rows())
     print(table(rows))
     failed = [row.check for row in rows if not row.ok]

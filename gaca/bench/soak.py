@@ -23,14 +23,28 @@ from collections import Counter
 from pathlib import Path
 
 QUICK = [
-    "detector", "seed=0", "algorithm.detector=entropy,uniform",
-    "trainer=quick", "trainer.iterations=6", "trainer.tasks_per_iteration=1", "trainer.group_size=2",
-    "trainer.init=scratch", "trainer.eval_every=2", "trainer.num_eval_tasks=2", "trainer.checkpoint_every=1",
-    "trainer.transcripts=0", "env.horizon=4",
+    "detector",
+    "seed=0",
+    "algorithm.detector=entropy,uniform",
+    "trainer=quick",
+    "trainer.iterations=6",
+    "trainer.tasks_per_iteration=1",
+    "trainer.group_size=2",
+    "trainer.init=scratch",
+    "trainer.eval_every=2",
+    "trainer.num_eval_tasks=2",
+    "trainer.checkpoint_every=1",
+    "trainer.transcripts=0",
+    "env.horizon=4",
 ]
 """Two runs of seconds each, a checkpoint after every iteration (so kills land between and inside them)."""
-CHECKS = ("runs not FINISHED", "MLflow runs per key > 1", "extra keys", "duplicated metric steps",
-          "runs whose values differ")
+CHECKS = (
+    "runs not FINISHED",
+    "MLflow runs per key > 1",
+    "extra keys",
+    "duplicated metric steps",
+    "runs whose values differ",
+)
 """What must be zero after every kill and rerun."""
 JOB_MARK = "submitit"
 """In the command line of a local job's process (``python -m submitit.core._submit``)."""
@@ -44,8 +58,12 @@ def environment() -> dict[str, str]:
 
 def sweep(folder: Path, block: list[str]) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "gaca.cli", "sweep", *block], cwd=folder, env=environment(),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [sys.executable, "-m", "gaca.cli", "sweep", *block],
+        cwd=folder,
+        env=environment(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
 
 
@@ -88,8 +106,11 @@ def logged(uri: str) -> dict[str, list[dict]]:
     experiment = client.get_experiment_by_name("gaca")
     runs: dict[str, list[dict]] = {}
     for run in client.search_runs([experiment.experiment_id], max_results=1000) if experiment else []:
-        history = {name: sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, name))
-                   for name in run.data.metrics if not name.startswith("perf/")}
+        history = {
+            name: sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, name))
+            for name in run.data.metrics
+            if not name.startswith("perf/")
+        }
         runs.setdefault(run.data.tags["gaca.run_key"], []).append({"status": run.info.status, "history": history})
     return runs
 
@@ -137,15 +158,20 @@ def soak(kills: int, seed: int, folder: Path, block: list[str]) -> dict[str, obj
         soaked = logged(uri)
         outcome = Counter(
             {
-                "runs not FINISHED": sum(not any(r["status"] == "FINISHED" for r in soaked.get(key, [])) for key in reference),
+                "runs not FINISHED": sum(
+                    not any(r["status"] == "FINISHED" for r in soaked.get(key, [])) for key in reference
+                ),
                 "MLflow runs per key > 1": sum(len(runs) > 1 for runs in soaked.values()),
                 "extra keys": len(set(soaked) - set(reference)),
                 "duplicated metric steps": sum(
                     len(points) != len({step for step, _ in points})
-                    for runs in soaked.values() for run in runs for points in run["history"].values()
+                    for runs in soaked.values()
+                    for run in runs
+                    for points in run["history"].values()
                 ),
                 "runs whose values differ": sum(
-                    [r["history"] for r in soaked.get(key, [])] != [runs[0]["history"]] for key, runs in reference.items()
+                    [r["history"] for r in soaked.get(key, [])] != [runs[0]["history"]]
+                    for key, runs in reference.items()
                 ),
             }
         )
@@ -154,13 +180,23 @@ def soak(kills: int, seed: int, folder: Path, block: list[str]) -> dict[str, obj
         totals["kills of one job"] += what == "a job"
         totals["runs unfinished at the kill"] += unfinished
         totals["reruns"] += reruns
-        print(f"kill {k}/{kills}: {what} at {at:.1f} s, {unfinished} of {len(reference)} runs unfinished; "
-              f"{reruns} rerun(s); lost or duplicated: {sum(outcome.values())}", flush=True)
+        print(
+            f"kill {k}/{kills}: {what} at {at:.1f} s, {unfinished} of {len(reference)} runs unfinished; "
+            f"{reruns} rerun(s); lost or duplicated: {sum(outcome.values())}",
+            flush=True,
+        )
     return {
         "kills": kills,
         "runs per sweep": len(reference),
-        **{name: totals[name] for name in ("kills of the driver and its jobs", "kills of one job",
-                                          "runs unfinished at the kill", "reruns")},
+        **{
+            name: totals[name]
+            for name in (
+                "kills of the driver and its jobs",
+                "kills of one job",
+                "runs unfinished at the kill",
+                "reruns",
+            )
+        },
         **{name: totals[name] for name in CHECKS},
         "wall (s)": round(time.monotonic() - began),
     }

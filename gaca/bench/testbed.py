@@ -13,8 +13,8 @@ import statistics
 
 from mlflow.tracking import MlflowClient
 
-from gaca.bench.train import train_in_temporary_store
 from gaca import contract
+from gaca.bench.train import train_in_temporary_store
 
 CONSTRAINED = ["model.decoding=constrained", "model.show_admissible=false"]
 """Decoding among the environment's well-formed commands, with no command list in the prompt."""
@@ -92,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     def cell(value: float | None) -> str:
         return f"{value:>9.3f}" if value is not None else f"{'-':>9}"
 
-    print(f"start = iteration 1 (the behaviour clone's batch; the prior row: step 0), trained = mean of the last {LAST} iterations")
+    print(
+        "start = iteration 1 (the behaviour clone's batch; the prior row: step 0), trained = mean of the last "
+        f"{LAST} iterations"
+    )
     print(f"{'property':<28}" + "".join(f" {name[:19]:>19}" for name in names))
     print(f"{'':<28}" + "".join(f" {'start':>9} {'trained':>9}" for _ in names))
     for label, key in PROPERTIES:

@@ -12,7 +12,8 @@ import os
 import statistics
 import tempfile
 import time
-from typing import Callable, TypeVar, cast
+from collections.abc import Callable
+from typing import TypeVar, cast
 
 from mlflow.tracking import MlflowClient
 
@@ -67,14 +68,21 @@ def main(argv: list[str] | None = None) -> int:
         (medians, curve), wall = train_in_temporary_store([f"trainer={preset}", *args.overrides], read)
         rows.append((preset, wall, medians, curve[0].value, curve[-1].value))
 
-    print("median seconds per iteration (env | generation | estimator | update | whole), rates, wall time incl. BC init and evals")
-    header = f"{'preset':<8} {'env':>6} {'gen':>6} {'est':>6} {'update':>7} {'iter':>6} {'steps/s':>9} {'gen tok/s':>9} {'train tok/s':>11} {'wall s':>7} {'eval0':>6} {'evalN':>6}"
+    print(
+        "median seconds per iteration (env | generation | estimator | update | whole), rates, wall time incl. BC "
+        "init and evals"
+    )
+    header = (
+        f"{'preset':<8} {'env':>6} {'gen':>6} {'est':>6} {'update':>7} {'iter':>6} {'steps/s':>9} "
+        f"{'gen tok/s':>9} {'train tok/s':>11} {'wall s':>7} {'eval0':>6} {'evalN':>6}"
+    )
     print(header)
     for preset, wall, m, first, last in rows:
         print(
             f"{preset:<8} {m['perf/env_s']:>6.2f} {m['perf/generation_s']:>6.2f} {m['perf/estimator_s']:>6.3f} "
             f"{m['perf/update_s']:>7.2f} {m['perf/iteration_s']:>6.2f} {m['perf/env_steps_per_s']:>9.0f} "
-            f"{m['perf/tokens_per_s']:>9.0f} {m['perf/train_tokens_per_s']:>11.0f} {wall:>7.1f} {first:>6.2f} {last:>6.2f}"
+            f"{m['perf/tokens_per_s']:>9.0f} {m['perf/train_tokens_per_s']:>11.0f} {wall:>7.1f} {first:>6.2f} "
+            f"{last:>6.2f}"
         )
     return 0
 

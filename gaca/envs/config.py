@@ -67,4 +67,3 @@ class EnvConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-

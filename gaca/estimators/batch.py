@@ -7,8 +7,9 @@ integer codes, and every documented bad input is rejected here, before any compu
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -151,10 +152,14 @@ def _flags(name: str, values: ArrayLike, device: torch.device) -> torch.Tensor:
     else:
         array = np.asarray(values.tolist() if isinstance(values, np.ndarray) and values.dtype == object else values)
         if array.dtype.kind not in "biu":
-            raise ValueError(f"{name} must hold one bool per step row (True: the action was invalid), got dtype {array.dtype}")
+            raise ValueError(
+                f"{name} must hold one bool per step row (True: the action was invalid), got dtype {array.dtype}"
+            )
         tensor = torch.from_numpy(np.ascontiguousarray(array)).to(device)
     if tensor.ndim != 1 or tensor.is_floating_point() or tensor.is_complex():
-        raise ValueError(f"{name} must be a one-dimensional sequence of bools, got {tensor.dtype} of shape {tuple(tensor.shape)}")
+        raise ValueError(
+            f"{name} must be a one-dimensional sequence of bools, got {tensor.dtype} of shape {tuple(tensor.shape)}"
+        )
     if tensor.dtype != torch.bool:
         if ((tensor != 0) & (tensor != 1)).any():
             raise ValueError(f"{name} must hold bools (or 0/1), got {int(tensor[(tensor != 0) & (tensor != 1)][0])}")
@@ -167,7 +172,9 @@ def _rows(name: str, values: object) -> int:
     if values is None:
         raise ValueError(f"{name} is required: one entry per step row, got None")
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-        raise ValueError(f"{name} must be a sequence with one entry per step row, got {type(values).__name__} {values!r:.40}")
+        raise ValueError(
+            f"{name} must be a sequence with one entry per step row, got {type(values).__name__} {values!r:.40}"
+        )
     if isinstance(values, (np.ndarray, torch.Tensor)) and values.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional (one entry per step row), got shape {tuple(values.shape)}")
     return len(values)
@@ -202,7 +209,8 @@ def build_step_batch(
     """Validate and code the inputs of ``compute_advantages``; see its docstring for the fields.
 
     Every given field is validated; ``anchor`` is only coded (hashed) when ``code_anchor``, so GRPO
-    does not pay for it. ``copies`` become the rows' ``weight`` with ``count_copies`` (and some copy). Bounds come before any allocation that depends on a value.
+    does not pay for it. ``copies`` become the rows' ``weight`` with ``count_copies`` (and some copy).
+    Bounds come before any allocation that depends on a value.
 
     Raises:
         ValueError: naming the field, for None, a scalar or a string where rows are expected,

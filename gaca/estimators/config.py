@@ -95,7 +95,7 @@ class AdvantageConfig:
             raise ValueError(f"algorithm.seed must be an int, got {self.seed!r}")
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> "AdvantageConfig":
+    def from_dict(cls, values: dict[str, Any]) -> AdvantageConfig:
         """Build from a mapping (e.g. a Hydra node), rejecting unknown keys by name."""
         reject_unknown("algorithm", values, [field.name for field in fields(cls)])
         return cls(**values)
@@ -109,9 +109,8 @@ class AdvantageConfig:
         rules = CONVENTIONS[self.conventions]
         return replace(rules, singleton_zero=rules.singleton_zero or self.singleton_fallback == "zero")
 
-    def reseeded(self, *keys: int) -> "AdvantageConfig":
+    def reseeded(self, *keys: int) -> AdvantageConfig:
         """This config with the random detector's seed derived from ``seed`` and ``keys`` (e.g. the
         training step), so that every update draws a fresh, reproducible permutation."""
         state = np.random.SeedSequence([self.seed, *keys]).generate_state(1)[0]
         return replace(self, seed=int(state))
-

@@ -55,7 +55,9 @@ def episode_advantage(batch: StepBatch, config: AdvantageConfig, rules: Conventi
     """
     normalize = NORMALIZERS.get(config.norm)
     if not rules.episode_over_rows:
-        per_traj = normalize(episode_returns(batch), batch.traj_group, batch.num_groups, config.eps, rules.one_element_raw)
+        per_traj = normalize(
+            episode_returns(batch), batch.traj_group, batch.num_groups, config.eps, rules.one_element_raw
+        )
         return per_traj[batch.traj]
     if rules.penalty_at_step and batch.penalty is not None:
         score = episode_returns(batch, environment_rewards(batch))[batch.traj] - batch.penalty

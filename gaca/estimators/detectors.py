@@ -23,9 +23,7 @@ def relative_to_trajectory(values: torch.Tensor, batch: StepBatch) -> torch.Tens
     return torch.where(mean > 0, values / torch.where(mean > 0, mean, torch.ones_like(mean)), torch.ones_like(values))
 
 
-def fused_criticality(
-    nll: torch.Tensor, step_return: torch.Tensor, batch: StepBatch, alpha_c: float
-) -> torch.Tensor:
+def fused_criticality(nll: torch.Tensor, step_return: torch.Tensor, batch: StepBatch, alpha_c: float) -> torch.Tensor:
     """[N] ``c_t`` from step NLLs ``H`` [N] and step returns ``g`` [N] (Eqs. 5-6).
 
     ``score = alpha_c * H / mean(H) + (1 - alpha_c) * D / mean(D)`` with ``D_t = |g_t - g_{t-1}|``,

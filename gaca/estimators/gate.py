@@ -5,9 +5,7 @@ from __future__ import annotations
 import torch
 
 
-def gate_weight(
-    criticality: torch.Tensor, lambda0: float, alpha_lambda: float, beta_lambda: float
-) -> torch.Tensor:
+def gate_weight(criticality: torch.Tensor, lambda0: float, alpha_lambda: float, beta_lambda: float) -> torch.Tensor:
     """lambda_t of Eq. 7, elementwise over ``criticality`` (any shape).
 
     ``lambda0 * (1 + alpha_lambda * (c - 1))`` for c >= 1 and ``lambda0 * (1 - beta_lambda * (1 - c))``

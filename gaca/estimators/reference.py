@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Hashable, Sequence
+from typing import Any
 
 from gaca.estimators.config import AdvantageConfig, Conventions
 from gaca.estimators.registry import DETECTORS, ESTIMATORS, DetectorSpec, EstimatorSpec
@@ -109,7 +110,9 @@ def reference_advantages(
     step_return = [0.0] * n
     for rows in rows_of_traj.values():
         for position, i in enumerate(rows):
-            step_return[i] = sum(config.gamma ** (k - position) * discounted[rows[k]] for k in range(position, len(rows)))
+            step_return[i] = sum(
+                config.gamma ** (k - position) * discounted[rows[k]] for k in range(position, len(rows))
+            )
             if moved:  # verl-agent: subtracted once, at the row where the invalid action happened
                 step_return[i] -= penalty[i]
     row_score = [episode_return[traj[i]] for i in range(n)]
@@ -134,7 +137,12 @@ def reference_advantages(
             step_level[i] = _normalize(step_return[i], [step_return[j] for j in rows_of_group[group[i]]], config)
 
     levels = ReferenceLevels(
-        episode, step_level, step_return, list(nll), dict(rows_of_traj), [rows_of_anchor[(group[i], anchor[i])] for i in range(n)]
+        episode,
+        step_level,
+        step_return,
+        list(nll),
+        dict(rows_of_traj),
+        [rows_of_anchor[(group[i], anchor[i])] for i in range(n)],
     )
     return import_target(spec.reference)(levels, config)
 
@@ -158,7 +166,13 @@ def gaca_reference(levels: ReferenceLevels, config: AdvantageConfig) -> dict[str
     criticality = reference_criticality(levels, config)
     lam = [_gate(c, config) for c in criticality]
     advantages = [lam[i] * config.step_weight * step_level[i] + (1 - lam[i]) * episode[i] for i in range(len(episode))]
-    return {"advantages": advantages, "episode": episode, "step_level": step_level, "lam": lam, "criticality": criticality}
+    return {
+        "advantages": advantages,
+        "episode": episode,
+        "step_level": step_level,
+        "lam": lam,
+        "criticality": criticality,
+    }
 
 
 def reference_criticality(levels: ReferenceLevels, config: AdvantageConfig) -> list[float]:

@@ -22,8 +22,9 @@ its ``algorithm/NAME.yaml`` and its loop reference, nothing else::
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from gaca.registry import Registry
 
@@ -97,7 +98,12 @@ ESTIMATORS.declare(
     "grpo",
     "gaca.estimators.core:grpo",
     EstimatorSpec(
-        EVERY_ESTIMATOR_READS, needs_anchors=False, verl_name="gaca_grpo", label="GRPO", color="#7f7f7f", claimed_rank=0,
+        EVERY_ESTIMATOR_READS,
+        needs_anchors=False,
+        verl_name="gaca_grpo",
+        label="GRPO",
+        color="#7f7f7f",
+        claimed_rank=0,
         reference="gaca.estimators.reference:grpo_reference",
     ),
 )
@@ -105,7 +111,12 @@ ESTIMATORS.declare(
     "gigpo",
     "gaca.estimators.core:gigpo",
     EstimatorSpec(
-        EVERY_ESTIMATOR_READS + STEP_LEVEL_READS, needs_anchors=True, verl_name="gigpo", label="GiGPO", color="#1f77b4", claimed_rank=1,
+        EVERY_ESTIMATOR_READS + STEP_LEVEL_READS,
+        needs_anchors=True,
+        verl_name="gigpo",
+        label="GiGPO",
+        color="#1f77b4",
+        claimed_rank=1,
         reference="gaca.estimators.reference:gigpo_reference",
     ),
 )
@@ -113,14 +124,22 @@ ESTIMATORS.declare(
     "gaca",
     "gaca.estimators.core:gaca",
     EstimatorSpec(
-        EVERY_ESTIMATOR_READS + STEP_LEVEL_READS + GATE_READS, needs_anchors=True, gated=True, verl_name="gaca",
-        label="GACA", color="#d62728", claimed_rank=2, reference="gaca.estimators.reference:gaca_reference",
+        EVERY_ESTIMATOR_READS + STEP_LEVEL_READS + GATE_READS,
+        needs_anchors=True,
+        gated=True,
+        verl_name="gaca",
+        label="GACA",
+        color="#d62728",
+        claimed_rank=2,
+        reference="gaca.estimators.reference:gaca_reference",
     ),
 )
 DETECTORS.declare(
     "entropy",
     "gaca.estimators.detectors:entropy_detector",
-    DetectorSpec(("alpha_c",), needs_nll=True, label="entropy (GACA)", reference="gaca.estimators.reference:entropy_scores"),
+    DetectorSpec(
+        ("alpha_c",), needs_nll=True, label="entropy (GACA)", reference="gaca.estimators.reference:entropy_scores"
+    ),
 )
 DETECTORS.declare(
     "uniform",
@@ -135,11 +154,14 @@ DETECTORS.declare(
 DETECTORS.declare(
     "loo",
     "gaca.estimators.detectors:leave_one_out_detector",
-    DetectorSpec(("alpha_c",), needs_nll=True, label="leave-one-out (debiased)", reference="gaca.estimators.reference:loo_scores"),
+    DetectorSpec(
+        ("alpha_c",), needs_nll=True, label="leave-one-out (debiased)", reference="gaca.estimators.reference:loo_scores"
+    ),
 )
 
 NORMALIZERS: Registry = Registry("norm")
-"""``algorithm.norm`` -> the group normalisation ``(values, segment, num_segments, eps, one_element_raw, weight) -> [N]``."""
+"""``algorithm.norm`` -> the group normalisation
+``(values, segment, num_segments, eps, one_element_raw, weight) -> [N]``."""
 NORMALIZERS.declare("mean_std", "gaca.estimators.segments:normalize_mean_std")
 NORMALIZERS.declare("mean", "gaca.estimators.segments:normalize_mean")
 

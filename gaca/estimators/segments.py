@@ -64,7 +64,11 @@ def _weighted_sum(
 
 
 def normalize_mean_std(
-    values: torch.Tensor, segment: torch.Tensor, num_segments: int, eps: float, one_element_raw: bool = False,
+    values: torch.Tensor,
+    segment: torch.Tensor,
+    num_segments: int,
+    eps: float,
+    one_element_raw: bool = False,
     weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """[N] ``(x - mean) / (std + eps)`` of each row against its segment (see ``segment_mean_std``)."""
@@ -73,7 +77,11 @@ def normalize_mean_std(
 
 
 def normalize_mean(
-    values: torch.Tensor, segment: torch.Tensor, num_segments: int, eps: float, one_element_raw: bool = False,
+    values: torch.Tensor,
+    segment: torch.Tensor,
+    num_segments: int,
+    eps: float,
+    one_element_raw: bool = False,
     weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """[N] ``x - mean`` of each row against its segment; a size-1 set's mean is 0 with ``one_element_raw``.
@@ -81,7 +89,9 @@ def normalize_mean(
     if weight is None:
         mean = segment_mean(values, segment, num_segments)
     else:
-        mean = _weighted_sum(values, segment, num_segments, weight) / _count(segment, num_segments, values.dtype, weight)
+        mean = _weighted_sum(values, segment, num_segments, weight) / _count(
+            segment, num_segments, values.dtype, weight
+        )
     if one_element_raw:
         count = _count(segment, num_segments, values.dtype, weight)
         mean = torch.where(count > 1, mean, torch.zeros_like(mean))

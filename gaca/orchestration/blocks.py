@@ -116,6 +116,8 @@ def expand(block: Block, overrides: list[str]) -> list[list[str]]:
             elif override.is_discrete_sweep():
                 by_key[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
             else:
-                raise ValueError(f"{key}: a sweep of a block must list its values (a,b or range(...)), got {override.input_line}")
+                raise ValueError(
+                    f"{key}: a sweep of a block must list its values (a,b or range(...)), got {override.input_line}"
+                )
         runs.extend(list(point) for point in itertools.product(*by_key.values()))
     return runs

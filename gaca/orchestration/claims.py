@@ -15,9 +15,10 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from gaca.orchestration.job import is_training
 from gaca.orchestration.plan import LAUNCHED
@@ -110,7 +111,10 @@ def dispatch_claimed(
             refresh(waiting)
             done = [run for run in waiting if run.state not in LAUNCHED]
             if done:
-                print(f"{len(done)} of the {len(waiting)} runs held by another sweep ended there: "
-                      + ", ".join(f"#{run.index} {run.state}" for run in done), flush=True)
+                print(
+                    f"{len(done)} of the {len(waiting)} runs held by another sweep ended there: "
+                    + ", ".join(f"#{run.index} {run.state}" for run in done),
+                    flush=True,
+                )
         pending = [run for run in waiting if run.state in LAUNCHED]
     return status

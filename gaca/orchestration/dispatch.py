@@ -18,10 +18,11 @@ import os
 import sys
 import time
 from collections import deque
+from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Hashable, Iterator
+from typing import Any
 
 CONTROLLER_LOG = "controllers.err"
 """The stderr of local jobs' controller processes, in the jobs' folder."""

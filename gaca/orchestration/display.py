@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import TextIO
 
 TRACEBACK_LINES = 12
 """Lines of a failed job's traceback shown in a summary (the log has all of it)."""
@@ -51,8 +52,15 @@ class Progress:
         self.stream = stream
         terminal = stream.isatty()
         sized = terminal and _width_known()  # a terminal that does not say its width gets a 100-column bar
-        self.bar = tqdm(total=iterations, unit="it", desc="sweep", disable=not terminal, file=stream,
-                        dynamic_ncols=sized, ncols=None if sized else 100)
+        self.bar = tqdm(
+            total=iterations,
+            unit="it",
+            desc="sweep",
+            disable=not terminal,
+            file=stream,
+            dynamic_ncols=sized,
+            ncols=None if sized else 100,
+        )
 
     def event(self, text: str, ok: bool) -> None:
         if ok:
@@ -77,12 +85,15 @@ class Progress:
     def tick(self, running: int, queued: int, iterations_done: int) -> None:
         self.iterations_done = min(iterations_done, self.iterations)
         self.bar.update(self.iterations_done - self.bar.n)
-        self.bar.set_postfix(runs=f"{self.done}/{self.total}", running=running, queued=queued, failed=self.failed,
-                             refresh=True)
+        self.bar.set_postfix(
+            runs=f"{self.done}/{self.total}", running=running, queued=queued, failed=self.failed, refresh=True
+        )
         if self.bar.disable and time.monotonic() - self.last_line > HEARTBEAT_S:
             share = self.iterations_done / max(self.iterations, 1)
-            self.line(f"{self.iterations_done}/{self.iterations} iterations ({share:.0%}), {self.eta()}; "
-                      f"{self.done} runs done, {self.failed} failed, {running} running, {queued} queued")
+            self.line(
+                f"{self.iterations_done}/{self.iterations} iterations ({share:.0%}), {self.eta()}; "
+                f"{self.done} runs done, {self.failed} failed, {running} running, {queued} queued"
+            )
 
     def close(self) -> float:
         self.bar.close()

@@ -10,9 +10,9 @@ from __future__ import annotations
 import fcntl
 import sys
 import traceback
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from omegaconf import DictConfig
 

@@ -3,9 +3,10 @@ matched with what MLflow already holds, before anything is launched."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from omegaconf import DictConfig
 

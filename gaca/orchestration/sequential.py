@@ -36,7 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from analysis import sequential, stats
 
     group = parser.add_argument_group("run until decided (group-sequential seeds, analysis/sequential.py)")
-    group.add_argument("--until-decided", action="store_true", help="run rounds of seeds until every claim comparison is decided")
+    group.add_argument(
+        "--until-decided", action="store_true", help="run rounds of seeds until every claim comparison is decided"
+    )
     group.add_argument("--max-seeds", type=int, help=f"seed budget per cell (default {sequential.MAX_SEEDS})")
     group.add_argument(
         "--margin", type=float, help=f"equivalence margin in points (default {100 * stats.EQUIVALENCE_MARGIN:g})"
@@ -79,9 +81,7 @@ def store_key(block: str, run_overrides: list[str]) -> str:
     return key
 
 
-def run_until_decided(
-    args: argparse.Namespace, blocks: list[Block], session: Any, run_overrides: list[str]
-) -> int:
+def run_until_decided(args: argparse.Namespace, blocks: list[Block], session: Any, run_overrides: list[str]) -> int:
     """Validate, store the design, then the rounds; the exit status."""
     from analysis.sequential_claims import block_claims, decidable_blocks
     from gaca.orchestration.plan import InvalidRuns, plan_runs, tracking_of
@@ -93,7 +93,9 @@ def run_until_decided(
         block = blocks[0]
         if not block_claims(block.name):
             known = ", ".join(decidable_blocks())
-            raise ValueError(f"block {block.name!r} makes no claim comparisons to decide; --until-decided works for: {known}")
+            raise ValueError(
+                f"block {block.name!r} makes no claim comparisons to decide; --until-decided works for: {known}"
+            )
         seeded = [o for o in run_overrides if o.split("=", 1)[0].lstrip("+~") == "seed"]
         if seeded:
             raise ValueError(f"--until-decided chooses the seeds itself; drop {seeded[0]}")
@@ -134,7 +136,8 @@ def design_text(schedule: Schedule) -> str:
     )
     return (
         f"sequential design: {schedule.spending} alpha spending, alpha {schedule.alpha:g} calibrated to spend "
-        f"{schedule.spent_level:.4f}, margin ±{100 * schedule.margin:g} pts; looks (seeds: repeated interval) {boundary}"
+        f"{schedule.spent_level:.4f}, margin ±{100 * schedule.margin:g} pts; looks (seeds: repeated interval) "
+        f"{boundary}"
     )
 
 
@@ -174,7 +177,10 @@ def rounds(
         runs = plan_runs([block], [*run_overrides, seeds_override(seeds)], session.compose)
         status = execute(runs, session, block.name, dry_run=False)
         if status:
-            print(f"gaca sweep: round {k + 1} did not finish (exit {status}); rerun the same command to continue", file=sys.stderr)
+            print(
+                f"gaca sweep: round {k + 1} did not finish (exit {status}); rerun the same command to continue",
+                file=sys.stderr,
+            )
             return status
         tag_runs(client, uri, experiment, runs, block.name, schedule)
         replay = evaluate(client, experiment, block.name, runs[0], schedule)
@@ -224,7 +230,9 @@ def round_text(replay: Replay, block: str) -> str:
     left = schedule.max_seeds - seeds
     remaining = replay.remaining
     if not remaining:
-        lines.append(f"{block}: every comparison decided at {seeds} seeds per cell ({left} seeds of the budget unused); stopped")
+        lines.append(
+            f"{block}: every comparison decided at {seeds} seeds per cell ({left} seeds of the budget unused); stopped"
+        )
     elif replay.looks_made == len(schedule.looks):
         lines.append(
             f"{block}: the budget of {schedule.max_seeds} seeds is spent; {len(remaining)} of {len(replay.tested)} "
@@ -232,7 +240,8 @@ def round_text(replay: Replay, block: str) -> str:
         )
     else:
         lines.append(
-            f"{block}: {len(remaining)} of {len(replay.tested)} comparisons remain ({', '.join(t.name for t in remaining)}); "
+            f"{block}: {len(remaining)} of {len(replay.tested)} comparisons remain "
+            f"({', '.join(t.name for t in remaining)}); "
             f"{left} seed(s) of the budget left, next look at {schedule.looks[k + 1]}"
         )
     return "\n".join(lines)

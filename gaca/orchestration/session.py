@@ -10,8 +10,9 @@ multirun without its sweeper, so the few internal calls live here and nowhere el
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from omegaconf import DictConfig
 

@@ -15,7 +15,11 @@ from gaca.orchestration.plan import DONE, FAILED_BEFORE, INTERRUPTED, RUNNING, T
 from gaca.tracking.secrets import redact_text, redact_uri
 
 COLUMNS = (
-    (DONE, "done"), (RUNNING, "running"), (INTERRUPTED, "interrupted"), (FAILED_BEFORE, "failed"), (TO_RUN, "missing")
+    (DONE, "done"),
+    (RUNNING, "running"),
+    (INTERRUPTED, "interrupted"),
+    (FAILED_BEFORE, "failed"),
+    (TO_RUN, "missing"),
 )
 
 

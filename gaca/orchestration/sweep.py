@@ -82,7 +82,10 @@ def main(argv: list[str]) -> int:
     try:
         runs = plan_runs(blocks, run_overrides, session.compose)
     except InvalidRuns as error:
-        print(f"gaca sweep: {len(error.errors)} invalid run(s); nothing was launched:\n{redact_text(error)}", file=sys.stderr)
+        print(
+            f"gaca sweep: {len(error.errors)} invalid run(s); nothing was launched:\n{redact_text(error)}",
+            file=sys.stderr,
+        )
         return EXIT_INVALID
     return execute(runs, session, name, dry_run=args.dry_run)
 
@@ -113,7 +116,10 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
     print(f"\n{name}: {len(runs)} runs ({states}); MLflow {redact_uri(uri)}, experiment {experiment!r}")
     parallel = session.parallel_jobs
     if parallel is None and uri.startswith("sqlite:"):
-        print("note: jobs on several nodes should log through a server (sweeps/README.md, MLflow): gaca mlflow --host 0.0.0.0")
+        print(
+            "note: jobs on several nodes should log through a server (sweeps/README.md, MLflow): gaca mlflow --host "
+            "0.0.0.0"
+        )
     to_launch = [run for run in runs if run.state in LAUNCHED]
     verl_runs = [run for run in to_launch if run.config.backend.name == "verl"]
     if verl_runs:
@@ -140,7 +146,8 @@ def launch_claimed(
     from gaca.orchestration.plan import attach_states, recorded_runs
 
     return dispatch_claimed(
-        runs, lambda mine: dispatch(mine, session, name, elsewhere),
+        runs,
+        lambda mine: dispatch(mine, session, name, elsewhere),
         lambda waiting: attach_states(waiting, recorded_runs(uri, experiment)),
     )
 
@@ -163,8 +170,10 @@ def unusable_places(runs: list[PlannedRun], uri: str, session: HydraSession, dry
         if problem:
             return f"output_dir={folder} cannot be written ({problem}); set output_dir=<a writable folder>"
     if session.parallel_jobs is None and shutil.which("sbatch") is None:
-        return (f"launcher={session.launcher_name} submits to SLURM, but sbatch is not on PATH here; run on a "
-                "SLURM login node (or drop launcher= to run locally)")
+        return (
+            f"launcher={session.launcher_name} submits to SLURM, but sbatch is not on PATH here; run on a "
+            "SLURM login node (or drop launcher= to run locally)"
+        )
     return None
 
 
@@ -190,8 +199,13 @@ def verl_jobs(runs: list[PlannedRun], uri: str, session: HydraSession) -> str:
 
 def run_table(runs: list[PlannedRun]) -> str:
     rows = [
-        [run.index, " +".join([run.block, *run.also_in]), run.key, "skip (done)" if run.state == DONE else run.state,
-         run.label]
+        [
+            run.index,
+            " +".join([run.block, *run.also_in]),
+            run.key,
+            "skip (done)" if run.state == DONE else run.state,
+            run.label,
+        ]
         for run in runs
     ]
     return table(["#", "block", "run key", "state", "run"], rows)
@@ -205,8 +219,11 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
     pool = JobPool(session.launcher(run_job), session.parallel_jobs)
     pool.add([(run.key, run.index, session.job_overrides(run.overrides)) for run in launch_order(runs)])
     at_once = "as one job array" if session.parallel_jobs is None else f"at most {session.parallel_jobs} at once"
-    print(f"launching {len(runs)} jobs through submitit_{session.launcher_name} ({at_once}); "
-          f"logs under {session.sweep_dir}", flush=True)
+    print(
+        f"launching {len(runs)} jobs through submitit_{session.launcher_name} ({at_once}); "
+        f"logs under {session.sweep_dir}",
+        flush=True,
+    )
     by_key = {run.key: run for run in runs}
     progress = Progress(len(runs), sum(run.config.trainer.iterations for run in runs))
     iterations: dict[str, int] = {}  # run key -> iterations done, from its job's log (all, once it ended)
@@ -221,7 +238,9 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
                     progress.event(redact_text(f"{run.label}  ({value}, {clock(outcome.seconds)})"), ok=True)
                 else:
                     failures.append((run, outcome))
-                    progress.event(redact_text(f"{run.label}  ({outcome.error.strip().splitlines()[-1][:160]})"), ok=False)
+                    progress.event(
+                        redact_text(f"{run.label}  ({outcome.error.strip().splitlines()[-1][:160]})"), ok=False
+                    )
             for key, log in pool.logs().items():
                 iterations[key] = max(iterations.get(key, 0), last_iteration(log))
             progress.tick(len(pool.running), len(pool.queue), sum(iterations.values()))

@@ -14,8 +14,9 @@ import os
 import random
 import shutil
 import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -141,7 +142,9 @@ def behaviour_clone(
         losses.append(loss.item())
 
 
-def choice_probabilities(policy: Policy, prompts: Sequence[str], options: Sequence[Sequence[str]], chunk: int = 512) -> np.ndarray:
+def choice_probabilities(
+    policy: Policy, prompts: Sequence[str], options: Sequence[Sequence[str]], chunk: int = 512
+) -> np.ndarray:
     """[len(prompts)] the probability of each prompt's first option among its options: the softmax of
     the options' full-vocabulary sequence log-probs (eos included), the choice a sampler makes when it
     writes one of them."""

@@ -91,9 +91,7 @@ class ModelConfig:
                     "times an even head size"
                 )
             if num_heads % num_kv_heads:
-                raise ValueError(
-                    f"model.num_kv_heads ({self.num_kv_heads}) must divide num_heads ({self.num_heads})"
-                )
+                raise ValueError(f"model.num_kv_heads ({self.num_kv_heads}) must divide num_heads ({self.num_heads})")
         _positive_int("max_prompt_tokens", self.max_prompt_tokens, minimum=MIN_PROMPT_TOKENS)
         _positive_int("max_response_tokens", self.max_response_tokens)
         _positive_int("history_length", self.history_length, minimum=0)
@@ -107,7 +105,6 @@ class ModelConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
 
 
 def _choice(field: str, value: object, allowed: tuple[str, ...]) -> None:

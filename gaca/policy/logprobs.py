@@ -13,7 +13,7 @@ to float rounding of batched vs incremental attention.
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -121,7 +121,8 @@ def sequence_logprobs(
         if len(missing):
             row, position = divmod(int(missing[0]), response_width)
             raise ValueError(
-                f"response token {response_ids[row][position]} of row {row}, position {position} is not in its allowed ids"
+                f"response token {response_ids[row][position]} of row {row}, position {position} is not in its "
+                "allowed ids"
             )
         batch = len(response_ids)
         ids = ids.view(batch, response_width, -1)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence, cast
+from typing import Protocol, cast
 
 from transformers import PreTrainedTokenizerBase
 

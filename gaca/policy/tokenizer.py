@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence, cast
+from typing import cast
 
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
@@ -71,7 +72,10 @@ def is_word_tokenizer(tokenizer: PreTrainedTokenizerBase) -> bool:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None or not isinstance(backend.model, models.WordLevel):
         return False  # before serialising: a BPE checkpoint's tokenizer is megabytes of JSON
-    if any(not token.content.strip() or len(token.content.split()) > 1 for token in backend.get_added_tokens_decoder().values()):
+    if any(
+        not token.content.strip() or len(token.content.split()) > 1
+        for token in backend.get_added_tokens_decoder().values()
+    ):
         return False
     spec = json.loads(backend.to_str())
     wanted = json.loads(_word_backend({UNK: 0}).to_str())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 Encode = Callable[[Sequence[str]], list[list[int]]]
 """Texts -> token ids without special tokens (``TextEncoder``)."""

@@ -71,7 +71,9 @@ def read_credentials(path: Path) -> Credentials:
             name, value = line.split("=", 1)
             values[name.strip()] = value.strip()
     if not values.get(USER_VARIABLE) or not values.get(PASSWORD_VARIABLE):
-        raise AuthProblem(f"{path} lacks {USER_VARIABLE}= or {PASSWORD_VARIABLE}=; delete the folder {path.parent} to start over")
+        raise AuthProblem(
+            f"{path} lacks {USER_VARIABLE}= or {PASSWORD_VARIABLE}=; delete the folder {path.parent} to start over"
+        )
     return Credentials(values[USER_VARIABLE], values[PASSWORD_VARIABLE])
 
 

@@ -113,11 +113,15 @@ def recovery_hint(store: Path) -> str:
     """What to do about a damaged ``store``: restore its newest backup, or start a new store."""
     found = backups(store)
     if not found:
-        return (f"no backup of it exists ({backup_folder(store)} is empty); move it aside to start a new store, "
-                "or recover what SQLite can read with `sqlite3 FILE .recover`")
+        return (
+            f"no backup of it exists ({backup_folder(store)} is empty); move it aside to start a new store, "
+            "or recover what SQLite can read with `sqlite3 FILE .recover`"
+        )
     finished = run_counts(found[0].path).get("FINISHED", 0)
-    return (f"restore the newest backup, {found[0].path} ({found[0].taken:%Y-%m-%d %H:%M} UTC, {finished} finished runs), "
-            "with `gaca backup restore`; a sweep then reruns the runs logged after it")
+    return (
+        f"restore the newest backup, {found[0].path} ({found[0].taken:%Y-%m-%d %H:%M} UTC, {finished} finished runs), "
+        "with `gaca backup restore`; a sweep then reruns the runs logged after it"
+    )
 
 
 def hold_in_use(store: Path) -> None:
@@ -149,15 +153,19 @@ def restore(store: Path, name: str | None = None) -> tuple[Backup, Path | None]:
     try:
         check_integrity(chosen.path)
     except StoreUnavailable:
-        raise StoreUnavailable(f"the backup {chosen.path} is itself damaged; name an older one (gaca backup list)") from None
+        raise StoreUnavailable(
+            f"the backup {chosen.path} is itself damaged; name an older one (gaca backup list)"
+        ) from None
     folder = backup_folder(store)
     handle = os.open(folder, os.O_RDONLY)
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise StoreInUse(f"{store.absolute()} is in use by a running sweep, search or job; stop it "
-                             "(or wait for it) before restoring") from None
+            raise StoreInUse(
+                f"{store.absolute()} is in use by a running sweep, search or job; stop it "
+                "(or wait for it) before restoring"
+            ) from None
         with store_lock(f"sqlite:///{store.absolute()}"):
             aside = None
             if store.exists():

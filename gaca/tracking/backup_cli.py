@@ -8,10 +8,14 @@ import sys
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="gaca backup", description="List or restore backups of the SQLite MLflow store.")
+    parser = argparse.ArgumentParser(
+        prog="gaca backup", description="List or restore backups of the SQLite MLflow store."
+    )
     parser.add_argument("action", choices=("list", "restore"))
     parser.add_argument("name", nargs="?", help="restore: the backup to restore (default: the newest)")
-    parser.add_argument("--tracking-uri", help="the store (default: MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
+    parser.add_argument(
+        "--tracking-uri", help="the store (default: MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)"
+    )
     return parser.parse_args(argv)
 
 
@@ -25,8 +29,11 @@ def main(argv: list[str]) -> int:
     uri = resolve_tracking_uri(args.tracking_uri)
     store = sqlite_path(uri)
     if store is None:
-        print(f"gaca backup: {redact_uri(uri)} is not an SQLite store; back up a server's store where it runs "
-              "(gaca backup with MLFLOW_TRACKING_URI=sqlite:///... on that host)", file=sys.stderr)
+        print(
+            f"gaca backup: {redact_uri(uri)} is not an SQLite store; back up a server's store where it runs "
+            "(gaca backup with MLFLOW_TRACKING_URI=sqlite:///... on that host)",
+            file=sys.stderr,
+        )
         return 2
     if args.action == "list":
         found = backups(store)
@@ -36,8 +43,16 @@ def main(argv: list[str]) -> int:
         rows = []
         for backup in found:
             counts = run_counts(backup.path)
-            rows.append([backup.name, f"{backup.taken:%Y-%m-%d %H:%M:%S}", backup.reason,
-                         f"{backup.path.stat().st_size / 1e6:.1f}", counts.get("FINISHED", 0), sum(counts.values())])
+            rows.append(
+                [
+                    backup.name,
+                    f"{backup.taken:%Y-%m-%d %H:%M:%S}",
+                    backup.reason,
+                    f"{backup.path.stat().st_size / 1e6:.1f}",
+                    counts.get("FINISHED", 0),
+                    sum(counts.values()),
+                ]
+            )
         print(f"backups of {store.absolute()} in {backup_folder(store)}, newest first:")
         print(table(["name", "taken (UTC)", "before", "MB", "finished runs", "runs"], rows))
         return 0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
@@ -73,7 +73,7 @@ class RunLogger:
         tags: Mapping[str, str],
         params: Mapping[str, str],
         resume_run_id: str | None = None,
-    ) -> "RunLogger":
+    ) -> RunLogger:
         """Create the run (or reopen ``resume_run_id``) after everything has been validated; secrets in
         ``params`` are masked (``gaca.tracking.secrets``)."""
         client = MlflowClient(tracking_uri=uri)

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 MASK = "***"
-SECRET_WORDS = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "AUTH"})
+SECRET_WORDS = frozenset(
+    {"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "AUTH"}
+)
 """A variable whose name holds one of these words (split at ``_``) is a secret: ``WANDB_API_KEY``, ``HF_TOKEN``."""
 ENV_PREFIX = "GACA_SECRET_"
 """The driver's variable that carries a job's secret ``backend.env_vars.NAME`` (``GACA_SECRET_NAME``)."""
@@ -24,7 +27,9 @@ PUBLIC_NAMES = frozenset({"RUN_KEY", "GACA_RUN_KEY"})
 """Names with a secret word that hold no secret: a run's identity hash (the verl job's ``GACA_RUN_KEY``)."""
 
 # ``scheme://user:password@``, also as Hydra escapes it in an override (``http\://alice\:pw@``).
-_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][\w+.-]*\\?://)(?P<user>[^\s:/@'\"\\]*)(?:(?P<colon>\\?:)(?P<password>[^\s/@'\"]*))?@")
+_USERINFO = re.compile(
+    r"(?P<scheme>\b[a-zA-Z][\w+.-]*\\?://)(?P<user>[^\s:/@'\"\\]*)(?:(?P<colon>\\?:)(?P<password>[^\s/@'\"]*))?@"
+)
 # An upper-case variable name, its separator (``=``, ``: `` or a quoted dict key's ``': ``) and its value.
 _ASSIGNMENT = re.compile(
     r"(?P<name>\b[A-Z][A-Z0-9_]*)(?P<separator>['\"]?\s*[:=]\s*)(?P<value>'[^']*'|\"[^\"]*\"|[^\s,}\])'\"]+)"
@@ -72,8 +77,10 @@ def redact_config(config: Any) -> Any:
     """A copy of a plain config with secrets masked: URIs' credentials in any string, and the value of
     every secret-looking key of a mapping (``backend.env_vars.WANDB_API_KEY``)."""
     if isinstance(config, Mapping):
-        return {key: MASK if looks_secret(str(key)) and isinstance(value, str) else redact_config(value)
-                for key, value in config.items()}
+        return {
+            key: MASK if looks_secret(str(key)) and isinstance(value, str) else redact_config(value)
+            for key, value in config.items()
+        }
     if isinstance(config, (list, tuple)):
         return [redact_config(item) for item in config]
     if isinstance(config, str):
@@ -118,8 +125,10 @@ def through_environment(overrides: list[str], environ: dict[str, str] | None = N
         if key != ENV_VARS_KEY and looks_secret(key) and isinstance(value, str):
             rewritten.append(f"{head}={reference(key.rsplit('.', 1)[1], value)}")
         elif key == ENV_VARS_KEY and isinstance(value, dict) and any(map(looks_secret, value)):
-            items = [f"{name}: {reference(name, v) if looks_secret(name) and isinstance(v, str) else quoted(str(v))}"
-                     for name, v in value.items()]
+            items = [
+                f"{name}: {reference(name, v) if looks_secret(name) and isinstance(v, str) else quoted(str(v))}"
+                for name, v in value.items()
+            ]
             rewritten.append(f"{head}={{{', '.join(items)}}}")
         else:
             rewritten.append(text)

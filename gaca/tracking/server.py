@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
-import socket
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -45,8 +45,9 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument("--workers", type=int, default=2, help="server worker processes")
     parser.add_argument("--experiment", default="gaca", help="experiment created with the store")
-    parser.add_argument("--auth", action="store_true",
-                        help="require authentication on loopback too (always on for any other address)")
+    parser.add_argument(
+        "--auth", action="store_true", help="require authentication on loopback too (always on for any other address)"
+    )
     return parser.parse_args(argv), passed_on
 
 
@@ -78,13 +79,20 @@ def reachable_host(host: str) -> str:
 def server_command(store: str, host: str, port: int, workers: int, extra: list[str]) -> list[str]:
     mlflow = shutil.which("mlflow", path=os.path.dirname(sys.executable)) or shutil.which("mlflow") or "mlflow"
     return [
-        mlflow, "server",
-        "--backend-store-uri", store,
-        "--registry-store-uri", store,  # the same store, said explicitly (mlflow prints a line otherwise)
-        "--artifacts-destination", str(Path(ARTIFACTS).resolve()),
-        "--host", host,
-        "--port", str(port),
-        "--workers", str(workers),
+        mlflow,
+        "server",
+        "--backend-store-uri",
+        store,
+        "--registry-store-uri",
+        store,  # the same store, said explicitly (mlflow prints a line otherwise)
+        "--artifacts-destination",
+        str(Path(ARTIFACTS).resolve()),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
         *extra,
     ]
 
@@ -95,8 +103,11 @@ def main(argv: list[str]) -> int:
     chosen_app = app_name(extra)
     auth = args.auth or not is_loopback(args.host) or chosen_app == APP_NAME
     if auth and chosen_app not in (None, APP_NAME):
-        print(f"gaca mlflow: --host {args.host} is reachable from other machines, so the server needs "
-              f"authentication (--app-name {APP_NAME}), not --app-name {chosen_app}", file=sys.stderr)
+        print(
+            f"gaca mlflow: --host {args.host} is reachable from other machines, so the server needs "
+            f"authentication (--app-name {APP_NAME}), not --app-name {chosen_app}",
+            file=sys.stderr,
+        )
         return 2
     try:
         path = sqlite_path(store)
@@ -112,12 +123,20 @@ def main(argv: list[str]) -> int:
         os.environ.update(server_environment(credentials, config))
     command = server_command(store, args.host, args.port, args.workers, extra)
     url = f"http://{reachable_host(args.host)}:{args.port}"
-    print(f"gaca mlflow: serving {redact_uri(store)} at http://{args.host}:{args.port} (UI and tracking API)", file=sys.stderr)
+    print(
+        f"gaca mlflow: serving {redact_uri(store)} at http://{args.host}:{args.port} (UI and tracking API)",
+        file=sys.stderr,
+    )
     if auth:
-        print(f"gaca mlflow: basic authentication on; user {credentials.username}, password in "
-              f"{config.parent / CREDENTIALS} (only you can read it)", file=sys.stderr)
-        print(f"gaca mlflow: for jobs: set -a; . {config.parent / CREDENTIALS}; set +a; "
-              f"export MLFLOW_TRACKING_URI={url}", file=sys.stderr)
+        print(
+            f"gaca mlflow: basic authentication on; user {credentials.username}, password in "
+            f"{config.parent / CREDENTIALS} (only you can read it)",
+            file=sys.stderr,
+        )
+        print(
+            f"gaca mlflow: for jobs: set -a; . {config.parent / CREDENTIALS}; set +a; export MLFLOW_TRACKING_URI={url}",
+            file=sys.stderr,
+        )
     else:
         print(f"gaca mlflow: for jobs, export MLFLOW_TRACKING_URI={url}", file=sys.stderr)
     sys.stderr.flush()

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import unquote
 
 DEFAULT_STORE = "mlflow.db"
@@ -147,7 +147,9 @@ def check_credentials(uri: str) -> None:
     from gaca.tracking.secrets import MASK, redact_uri, split_userinfo
 
     bare, user, password = split_userinfo(uri)
-    given = Credentials(unquote(user or ""), unquote(password)) if password not in (None, MASK) else client_credentials()
+    given = (
+        Credentials(unquote(user or ""), unquote(password)) if password not in (None, MASK) else client_credentials()
+    )
     status = _http_status(f"{bare.rstrip('/')}/{SERVER_PROBES[1]}", given)
     if status != 401:
         return

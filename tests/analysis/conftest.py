@@ -6,7 +6,8 @@ the loo runs peak above their final success mid-training (for ``--selection best
 the troublesome runs a real store collects: another experiment's run, unfinished runs, a run
 without its final metric, an older duplicate of a run key, a second spelling of the fixed-weight
 configuration, a foreign run without gaca tags, a run of another protocol, a run of the default
-estimator with another learning rate and group size, a search run that no table asks for. The uniform cell has only 2 of its 3 seeds; lambda0 = 0.75 is not run at all.
+estimator with another learning rate and group size, a search run that no table asks for. The
+uniform cell has only 2 of its 3 seeds; lambda0 = 0.75 is not run at all.
 The shop runs write outcome files with two episodes per task (the ``episode`` column), the others
 one row per task; household GACA's criticality histograms end in an overflow bin [4, inf), and
 shop GACA logs none.
@@ -135,7 +136,9 @@ def known_runs() -> tuple[list[SyntheticRun], dict[int, str]]:
     add(SyntheticRun("gaca", seed=0, final_success=0.99, preset="paper", iterations=15), "other_protocol")
     add(SyntheticRun("gaca", seed=0, overrides={"algorithm.lambda0": 0.3}, final_success=0.5, block="search"), "search")
     add(
-        SyntheticRun("gaca", seed=0, overrides={"trainer.lr": 0.5, "trainer.group_size": 2}, final_success=0.2, block="detector"),
+        SyntheticRun(
+            "gaca", seed=0, overrides={"trainer.lr": 0.5, "trainer.group_size": 2}, final_success=0.2, block="detector"
+        ),
         "other_trainer",
     )
     add(SyntheticRun("gaca", seed=0, final_success=0.01, tagged=False), "foreign")

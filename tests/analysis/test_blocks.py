@@ -43,7 +43,9 @@ def test_params_a_method_does_not_read_do_not_split_its_cell():
 
 def test_values_logged_as_strings_or_ints_give_the_same_key():
     logged = {**DEFAULT_CONFIG, "algorithm.lambda0": "0.5", "algorithm.alpha_c": 1, "algorithm.step_weight": "1"}
-    assert canonical_config({key: parse_param(str(value)) for key, value in logged.items()}) == canonical_config(DEFAULT_CONFIG)
+    assert canonical_config({key: parse_param(str(value)) for key, value in logged.items()}) == canonical_config(
+        DEFAULT_CONFIG
+    )
 
 
 def test_a_missing_param_is_named():

@@ -34,7 +34,9 @@ def test_each_troublesome_run_is_excluded_with_its_reason(ledger, store, name, r
 def test_a_run_with_another_trainer_never_fills_the_default_cell(ledger, store):
     """Logged last in the detector block with the default estimator, it is not GACA's default cell:
     the default run of its seed is."""
-    default = ledger.loc[ledger["used"] & (ledger["seed"] == 0) & ledger["cells"].str.contains("detector/entropy", na=False)]
+    default = ledger.loc[
+        ledger["used"] & (ledger["seed"] == 0) & ledger["cells"].str.contains("detector/entropy", na=False)
+    ]
     assert len(default) == 1 and default.index[0] != store.run_ids["other_trainer"]
     assert "trainer.iterations=15 (not 10)" in ledger.loc[store.run_ids["other_protocol"], "reason"]
 

@@ -46,7 +46,10 @@ def diagnostics(lambda_mean: float = 0.4995, clamp: float = 0.002, seeds: int = 
     return pd.DataFrame(
         [
             (env, scale, run_id, seed, metric, value + 1e-4 * seed)
-            for env, scale, key in (("household", "tiny", GACA_KEY), (BLOCKS.ablation_environment, BLOCKS.ablation_scale, ABLATION_GACA_KEY))
+            for env, scale, key in (
+                ("household", "tiny", GACA_KEY),
+                (BLOCKS.ablation_environment, BLOCKS.ablation_scale, ABLATION_GACA_KEY),
+            )
             for seed, run_id in enumerate(run_ids(key, seeds))
             for metric, value in (("diag/lambda_mean", lambda_mean), ("diag/clamp_frac", clamp))
         ],
@@ -240,11 +243,13 @@ def test_numbers_intervals_pairing_and_power_are_reported():
     low, estimate, high = float(difference[2]), float(difference[1]), float(difference[3])
     assert low < estimate < high
     assert estimate == pytest.approx(20.0)
-    assert "(paired by seed and task, n=3); P(entropy > uniform) over seed pairs = 1.00 (one-sided exact p = 0.05)" in (
-        claim.numbers[-2]
+    assert (
+        "(paired by seed and task, n=3); P(entropy > uniform) over seed pairs = 1.00 (one-sided exact p = 0.05)"
+        in (claim.numbers[-2])
     )
     assert re.fullmatch(
-        r"power of entropy − uniform: detects \d+\.\d pts at 80% with n=3; 3 pts needs \d+ seeds, 5 pts needs \d+ seeds",
+        r"power of entropy − uniform: detects \d+\.\d pts at 80% with n=3; 3 pts needs \d+ seeds, 5 pts needs \d+ "
+        r"seeds",
         claim.numbers[-1],
     )
 

@@ -20,7 +20,9 @@ def cell(name: str, solved: list[int], env: str = "household", seeds: tuple[int,
     seeds = tuple(range(len(solved))) if seeds is None else seeds
     tasks = tuple(pd.Series((np.arange(TASKS) < count).astype(float)) for count in solved)
     success = np.array(solved) / TASKS
-    return CellResult(CellKey((("name", name),), env, "tiny"), tuple(f"{name}{s}" for s in seeds), seeds, success, tasks)
+    return CellResult(
+        CellKey((("name", name),), env, "tiny"), tuple(f"{name}{s}" for s in seeds), seeds, success, tasks
+    )
 
 
 def width(comparison: cells.Comparison) -> float:
@@ -57,7 +59,9 @@ def test_the_paired_interval_is_the_t_interval_of_the_per_seed_differences():
 def test_pairing_does_not_narrow_what_the_cells_do_not_share():
     # Seed values uncorrelated between the cells: var(a - b) = var(a) + var(b) = 0.01 + 0.03.
     a = CellResult(CellKey((), "household", "tiny"), ("a0", "a1", "a2"), (0, 1, 2), np.array([0.5, 0.7, 0.6]), None)
-    b = CellResult(CellKey((("b", 1),), "household", "tiny"), ("b0", "b1", "b2"), (0, 1, 2), np.array([0.7, 0.7, 0.4]), None)
+    b = CellResult(
+        CellKey((("b", 1),), "household", "tiny"), ("b0", "b1", "b2"), (0, 1, 2), np.array([0.7, 0.7, 0.4]), None
+    )
     paired = compare(a, b)
     unpaired = compare(a, CellResult(CellKey(b.key.config, "shop", "tiny"), b.run_ids, b.seeds, b.success, None))
     assert paired.pairing == PAIRED_SEEDS and unpaired.pairing == UNPAIRED
@@ -92,12 +96,23 @@ def test_cells_on_other_tasks_are_paired_by_seed_only():
 
 
 def test_the_area_under_the_curve_is_compared_by_seed():
-    a = CellResult(CellKey((), "household", "tiny"), ("a0", "a1"), (0, 1), np.array([0.5, 0.6]), None, np.array([0.3, 0.5]))
-    b = CellResult(CellKey((("b", 1),), "household", "tiny"), ("b0", "b1"), (0, 1), np.array([0.4, 0.6]), None, np.array([0.2, 0.3]))
+    a = CellResult(
+        CellKey((), "household", "tiny"), ("a0", "a1"), (0, 1), np.array([0.5, 0.6]), None, np.array([0.3, 0.5])
+    )
+    b = CellResult(
+        CellKey((("b", 1),), "household", "tiny"),
+        ("b0", "b1"),
+        (0, 1),
+        np.array([0.4, 0.6]),
+        None,
+        np.array([0.2, 0.3]),
+    )
     comparison = compare(a, b, "auc")
     assert (comparison.pairing, comparison.estimate) == (PAIRED_SEEDS, pytest.approx(0.15))
     # Differences 0.1 and 0.2: 0.15 +- t_{1, 0.975} x 0.0707 / sqrt(2) = 0.15 +- 12.706 x 0.05.
-    assert comparison.low == pytest.approx(0.15 - 12.706205 * 0.05) and comparison.high == pytest.approx(0.15 + 12.706205 * 0.05)
+    assert comparison.low == pytest.approx(0.15 - 12.706205 * 0.05) and comparison.high == pytest.approx(
+        0.15 + 12.706205 * 0.05
+    )
     assert compare(a, CellResult(b.key, b.run_ids, b.seeds, b.success, None), "auc") is None  # b has no curve
 
 
@@ -126,6 +141,8 @@ def test_expected_seeds_come_from_the_runs_not_a_constant():
     assert expected[key["uniform"]] == five  # a detector row: the detector block ran five seeds
     assert expected[key["lambda0=0"]] == three  # the lambda0 block ran three, whatever GACA has
     assert expected[key["gaca"]] == five
-    uniform = CellResult(key["uniform"], ("u0", "u1", "u2"), three, np.zeros(3), None, expected=expected[key["uniform"]])
+    uniform = CellResult(
+        key["uniform"], ("u0", "u1", "u2"), three, np.zeros(3), None, expected=expected[key["uniform"]]
+    )
     assert (uniform.complete, uniform.missing_seeds, uniform.expected_seeds) == (False, (3, 4), 5)
     assert set(expected) == plan.wanted()

@@ -1,4 +1,5 @@
-"""The intervals of ``cells.compare`` and of a single cell cover the true difference at their nominal rate with few seeds,
+"""The intervals of ``cells.compare`` and of a single cell cover the true difference at their nominal
+rate with few seeds,
 on simulated experiments: per seed, 128 evaluation tasks of random difficulty, a seed effect on the
 logit scale half shared by the two cells (the starting policy, task order and tasks they share) and
 binary episodes. Seed and RNG are fixed, so the test is deterministic. The sequential design
@@ -23,7 +24,9 @@ BASE = 0.4
 """Logit of both cells' success on an average task and seed (60%): no true difference."""
 
 
-def experiment(rng: np.random.Generator, seeds: int, seed_sd: float, same_setting: bool) -> tuple[CellResult, CellResult]:
+def experiment(
+    rng: np.random.Generator, seeds: int, seed_sd: float, same_setting: bool
+) -> tuple[CellResult, CellResult]:
     """Two cells with the same true success, over ``seeds`` seeds of ``TASKS`` tasks, one episode each."""
     difficulty = rng.standard_normal((seeds, TASKS))
     shared = rng.standard_normal((seeds, 1)) * seed_sd * np.sqrt(0.5)

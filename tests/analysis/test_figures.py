@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import matplotlib.image
+import numpy as np
 import pandas as pd
 import pytest
 import torch
-
-import numpy as np
 
 from analysis import figures
 from analysis.blocks import report_blocks
@@ -86,8 +85,12 @@ def test_learning_curves_have_a_95_percent_band_per_row(report, monkeypatch, tmp
     from analysis.cells import mean_curve
 
     curves = pd.DataFrame(
-        {"run_id": ["a", "b", "c"] * 2, "metric": "eval/success_rate", "step": [0] * 3 + [5] * 3,
-         "value": [0.1, 0.2, 0.3, 0.5, 0.5, 0.5]}
+        {
+            "run_id": ["a", "b", "c"] * 2,
+            "metric": "eval/success_rate",
+            "step": [0] * 3 + [5] * 3,
+            "value": [0.1, 0.2, 0.3, 0.5, 0.5, 0.5],
+        }
     )
     cell = CellResult(CellKey((), "household", "tiny"), ("a", "b", "c"), (0, 1, 2), np.array([0.5] * 3), None)
     curve = mean_curve(cell, curves)

@@ -10,16 +10,28 @@ from analysis.blocks import DEFAULT_CONFIG
 
 def run(method, horizon_steps, seed, final, status="FINISHED", env="errand", **params):
     route = {20: 6, 40: 12}[horizon_steps]  # the walk grows with the horizon, as sweeps/horizon.yaml sets it
-    row = {"status": status, "env": env, "method": method, "seed": seed, "final": final,
-           "params.env.horizon": horizon_steps, "params.env.knobs.route_length": route,
-           "params.trainer.lr": 0.001, "params.trainer.group_size": 8}
+    row = {
+        "status": status,
+        "env": env,
+        "method": method,
+        "seed": seed,
+        "final": final,
+        "params.env.horizon": horizon_steps,
+        "params.env.knobs.route_length": route,
+        "params.trainer.lr": 0.001,
+        "params.trainer.group_size": 8,
+    }
     row.update({f"params.{key}": value for key, value in DEFAULT_CONFIG.items()})
     row.update({f"params.{key}": value for key, value in params.items()})
     return row
 
 
 def test_success_against_horizon_with_t_intervals(tmp_path):
-    rows = [run("gaca", h, s, f) for h, finals in ((20, (0.5, 0.6, 0.7)), (40, (0.3, 0.4, 0.5))) for s, f in enumerate(finals)]
+    rows = [
+        run("gaca", h, s, f)
+        for h, finals in ((20, (0.5, 0.6, 0.7)), (40, (0.3, 0.4, 0.5)))
+        for s, f in enumerate(finals)
+    ]
     rows += [run("grpo", 20, s, 0.5) for s in range(3)]
     rows += [
         run("gaca", 20, 0, 0.99, **{"algorithm.lambda0": 0.25}),  # another estimator: not the default GACA

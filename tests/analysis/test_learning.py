@@ -20,14 +20,32 @@ KNOWN = {
 def store(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     runs = [
-        SyntheticRun(method=method, seed=seed, final_success=final, eval_curve=[initial, (initial + final) / 2, final],
-                     preset="default", train_metrics=False, histogram=False)
+        SyntheticRun(
+            method=method,
+            seed=seed,
+            final_success=final,
+            eval_curve=[initial, (initial + final) / 2, final],
+            preset="default",
+            train_metrics=False,
+            histogram=False,
+        )
         for (method, seed), (initial, final) in KNOWN.items()
     ]
     # An unfinished run and a run of another preset must not count.
-    runs.append(SyntheticRun(method="gaca", seed=2, final_success=0.0, status="RUNNING", preset="default", train_metrics=False))
-    runs.append(SyntheticRun(method="gaca", seed=2, final_success=0.0, eval_curve=[0.9, 0.5, 0.0], preset="quick",
-                             train_metrics=False, histogram=False))
+    runs.append(
+        SyntheticRun(method="gaca", seed=2, final_success=0.0, status="RUNNING", preset="default", train_metrics=False)
+    )
+    runs.append(
+        SyntheticRun(
+            method="gaca",
+            seed=2,
+            final_success=0.0,
+            eval_curve=[0.9, 0.5, 0.0],
+            preset="quick",
+            train_metrics=False,
+            histogram=False,
+        )
+    )
     log_runs(MlflowClient(uri), "gaca", runs)
     return uri
 
@@ -58,12 +76,27 @@ def test_empty_selection_says_so(store):
 def test_an_ablated_gaca_gets_its_own_row_instead_of_standing_in_for_gaca(tmp_path, capsys):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     runs = [
-        SyntheticRun(method="gaca", seed=0, final_success=0.75, eval_curve=[0.25, 0.5, 0.75], block="main",
-                     train_metrics=False, histogram=False),
+        SyntheticRun(
+            method="gaca",
+            seed=0,
+            final_success=0.75,
+            eval_curve=[0.25, 0.5, 0.75],
+            block="main",
+            train_metrics=False,
+            histogram=False,
+        ),
         # the detector block's uniform control, logged later (the newest run of a cell used to win)
-        SyntheticRun(method="gaca", seed=0, final_success=0.25, eval_curve=[0.25, 0.25, 0.25], block="detector",
-                     overrides={"algorithm.detector": "uniform"}, train_metrics=False, histogram=False,
-                     start_time_ms=4_000_000_000_000),
+        SyntheticRun(
+            method="gaca",
+            seed=0,
+            final_success=0.25,
+            eval_curve=[0.25, 0.25, 0.25],
+            block="detector",
+            overrides={"algorithm.detector": "uniform"},
+            train_metrics=False,
+            histogram=False,
+            start_time_ms=4_000_000_000_000,
+        ),
     ]
     log_runs(MlflowClient(uri), "gaca", runs)
     learning.main(["--tracking-uri", uri])

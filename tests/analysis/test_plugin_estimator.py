@@ -20,8 +20,15 @@ from gaca.contract import CRITICALITY_HISTOGRAM
 
 NAME, LABEL = "halfgate", "HalfGate"
 TINY = [  # seconds per run: no behaviour cloning, one task of two rollouts, a 4-step horizon
-    "trainer=quick", "trainer.iterations=4", "trainer.tasks_per_iteration=1", "trainer.group_size=2",
-    "trainer.init=scratch", "trainer.eval_every=2", "trainer.num_eval_tasks=2", "trainer.transcripts=0", "env.horizon=4",
+    "trainer=quick",
+    "trainer.iterations=4",
+    "trainer.tasks_per_iteration=1",
+    "trainer.group_size=2",
+    "trainer.init=scratch",
+    "trainer.eval_every=2",
+    "trainer.num_eval_tasks=2",
+    "trainer.transcripts=0",
+    "env.horizon=4",
 ]
 
 ESTIMATOR = '''
@@ -106,7 +113,8 @@ rows = []
 for group in range(3):
     for traj in range(4):
         for step in range(rng.randint(1, 5)):
-            rows.append((group, 10 * group + traj, step, rng.choice([0.0, 0.0, 1.0]), f"s{rng.randint(0, 2)}", rng.random()))
+            reward = rng.choice([0.0, 0.0, 1.0])
+            rows.append((group, 10 * group + traj, step, reward, f"s{rng.randint(0, 2)}", rng.random()))
 columns = dict(zip(("group", "traj", "step", "reward", "anchor", "nll"), map(list, zip(*rows))))
 config = AdvantageConfig(method="halfgate")
 ours = compute_advantages(**columns, config=config)
@@ -136,11 +144,17 @@ def test_a_plugin_estimator_runs_a_block_and_is_reported(plugin_env, tmp_path):
 
     def gaca_cli(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "gaca.cli", *args], env=plugin_env, cwd=tmp_path, capture_output=True, text=True,
+            [sys.executable, "-m", "gaca.cli", *args],
+            env=plugin_env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
             timeout=900,
         )
 
-    swept = gaca_cli("sweep", "main", f"algorithm={NAME}", "seed=0", "model=tiny", "env=household", *TINY, f"tracking.uri={uri}")
+    swept = gaca_cli(
+        "sweep", "main", f"algorithm={NAME}", "seed=0", "model=tiny", "env=household", *TINY, f"tracking.uri={uri}"
+    )
     assert swept.returncode == 0, swept.stdout[-2000:] + swept.stderr[-2000:]
     client = MlflowClient(uri)
     (run,) = client.search_runs([client.get_experiment_by_name("gaca").experiment_id])

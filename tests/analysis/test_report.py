@@ -120,8 +120,15 @@ def test_the_ablations_are_read_where_their_runs_are(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     detector = get_block("detector")
     runs = [
-        SyntheticRun("gaca", "errand", seed=seed, overrides=dict(variant.overrides), final_success=0.5, block="detector",
-                     train_metrics=False)
+        SyntheticRun(
+            "gaca",
+            "errand",
+            seed=seed,
+            overrides=dict(variant.overrides),
+            final_success=0.5,
+            block="detector",
+            train_metrics=False,
+        )
         for variant in detector.variants
         for seed in (0, 1)
     ]

@@ -9,18 +9,31 @@ from mlflow.tracking import MlflowClient
 
 from analysis.report import main as report_main
 from gaca.backends.cpu.loop import train
-from gaca.compose import CONF_DIR, validate
 from gaca.bench.testbed import CONSTRAINED
+from gaca.compose import CONF_DIR, validate
 
 pytestmark = pytest.mark.slow
 
 # A briefly cloned policy on small pick-and-place rooms: seconds per run, and some episodes succeed.
 TINY = [
     *CONSTRAINED,  # household draws a layout per task: the tiny policy decodes among its commands
-    "env=household", "trainer=quick", "trainer.iterations=2", "trainer.tasks_per_iteration=2", "trainer.group_size=2",
-    "trainer.eval_every=2", "trainer.num_eval_tasks=16", "trainer.eval_episodes_per_task=2", "trainer.bc.episodes=32", "trainer.bc.noise=0.0", "trainer.bc.steps=40",
-    "env.horizon=15", "env.num_train_tasks=32", "env.knobs.task_types=[pick_and_place]",
-    "env.knobs.num_receptacles=3", "env.knobs.closed_fraction=0.0", "model.max_prompt_tokens=40",
+    "env=household",
+    "trainer=quick",
+    "trainer.iterations=2",
+    "trainer.tasks_per_iteration=2",
+    "trainer.group_size=2",
+    "trainer.eval_every=2",
+    "trainer.num_eval_tasks=16",
+    "trainer.eval_episodes_per_task=2",
+    "trainer.bc.episodes=32",
+    "trainer.bc.noise=0.0",
+    "trainer.bc.steps=40",
+    "env.horizon=15",
+    "env.num_train_tasks=32",
+    "env.knobs.task_types=[pick_and_place]",
+    "env.knobs.num_receptacles=3",
+    "env.knobs.closed_fraction=0.0",
+    "model.max_prompt_tokens=40",
 ]
 
 

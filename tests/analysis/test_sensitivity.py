@@ -22,7 +22,8 @@ def test_two_settings_by_hand():
 def test_friedman_uses_seeds_as_blocks_and_missing_seeds_are_left_out():
     table = pd.DataFrame(
         [[10.0, 20.0, 30.0, math.nan], [11.0, 22.0, 33.0, 40.0], [12.0, 24.0, 36.0, 41.0]],
-        index=[0.0, 0.5, 1.0], columns=[0, 1, 2, 3],
+        index=[0.0, 0.5, 1.0],
+        columns=[0, 1, 2, 3],
     )
     result = sensitivity(table)
     # Within every complete seed the order is 0 < 0.5 < 1: ranks 1, 2, 3 in all 3 blocks -> chi2 = 6.
@@ -74,7 +75,9 @@ def test_the_auc_measure_is_each_runs_mean_evaluation_success():
     )
     table = select(with_auc(runs, curves), "lambda0", "algorithm.lambda0", {}, "auc")
     assert table.loc[0.5].tolist() == pytest.approx([40.0, 30.0])
-    assert "AUC" in render(sensitivity(pd.DataFrame([[1.0, 2.0], [3.0, 5.0]], index=[0, 1], columns=[0, 1])), "k", "auc")
+    assert "AUC" in render(
+        sensitivity(pd.DataFrame([[1.0, 2.0], [3.0, 5.0]], index=[0, 1], columns=[0, 1])), "k", "auc"
+    )
 
 
 def test_seeds_restrict_the_tests_to_a_design():

@@ -90,7 +90,9 @@ def test_the_vectorised_half_width_is_the_comparisons():
 
 def test_the_procedure_stops_at_its_first_decision():
     schedule = Schedule((3, 6, 9), min_deciding=3)
-    differences = np.array([[0.5, 0.6, 0.4, 0.5, 0.55, 0.45, 0.5, 0.5, 0.5], [0.0, 0.1, -0.1, 0.05, -0.05, 0.0, 0.1, -0.1, 0.0]])
+    differences = np.array(
+        [[0.5, 0.6, 0.4, 0.5, 0.55, 0.45, 0.5, 0.5, 0.5], [0.0, 0.1, -0.1, 0.05, -0.05, 0.0, 0.1, -0.1, 0.0]]
+    )
     run = sequential.run_sequential(differences, np.full((2, 9), 1e-4), 128, schedule)
     assert list(run.decision) == [HOLDS, CONTINUE]
     assert list(run.seeds) == [6, 9]  # at 3 seeds the t quantile (2 df) at the first look's level is 37

@@ -32,7 +32,14 @@ def sequential_store(tmp_path_factory) -> tuple[Store, Schedule]:
     client = MlflowClient(uri)
     schedule = Schedule((3, 6, 9))
     runs = [
-        SyntheticRun("gaca", seed=seed, overrides={"algorithm.detector": detector}, final_success=value, block="detector", tasks=TASKS)
+        SyntheticRun(
+            "gaca",
+            seed=seed,
+            overrides={"algorithm.detector": detector},
+            final_success=value,
+            block="detector",
+            tasks=TASKS,
+        )
         for detector, values in SUCCESS.items()
         for seed, value in enumerate(values)
     ]

@@ -145,7 +145,12 @@ def test_table7_has_the_known_diagnostics_and_the_papers_row(report, known):
     assert mean_std(gaca[5]) == ("85.0", "0.0")
     assert groups["Main comparison (shop, tiny)"]["GACA"][1].startswith("$0.30")
     assert rows((report.out / "tables" / "table7_diagnostics.tex").read_text())[-1] == [
-        "Paper (ALFWorld / WebShop)", "0.31 / 0.27", "---", "0.08 / 0.07", "$<1$", "86 / 79"
+        "Paper (ALFWorld / WebShop)",
+        "0.31 / 0.27",
+        "---",
+        "0.08 / 0.07",
+        "$<1$",
+        "86 / 79",
     ]
 
 

@@ -142,11 +142,11 @@ def test_the_horizon_ends_an_episode_and_step_after_the_end_raises(cache):
 def test_vector_env_plays_groups_and_engines_are_reused(cache):
     family = make_family(config(cache, num_eval_tasks=4))
     tasks = [0, 0, 1]
-    for attempt in range(2):
+    for _ in range(2):
         envs = VectorEnv(family, tasks)
         envs.reset()
         while any(envs.alive):
-            results = envs.step(envs.expert_actions())
+            envs.step(envs.expert_actions())
         assert all(env.done for env in envs.envs)
         assert len(family.engines._idle) == len(tasks), "every ended episode hands its engine back"
     dropped = family.make(2)

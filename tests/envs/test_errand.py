@@ -213,7 +213,9 @@ def test_one_end_keeps_the_tasks_and_the_house_of_the_one_pivot_errand():
 
 
 def test_the_house_must_hold_every_route_and_dead_end():
-    with pytest.raises(ValueError, match=r"env.knobs: \(num_goals \+ num_side\) x route_length receptacles must be at most 160"):
+    with pytest.raises(
+        ValueError, match=r"env.knobs: \(num_goals \+ num_side\) x route_length receptacles must be at most 160"
+    ):
         errand(num_goals=4, num_side=4, route_length=21)
 
 

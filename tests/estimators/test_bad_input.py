@@ -93,18 +93,45 @@ def test_from_dict_rejects_unknown_keys():
 
 DEGENERATE = {
     "zero-variance groups": dict(
-        group=[0, 0, 1, 1], traj=[0, 1, 2, 3], step=[0, 0, 0, 0], reward=[1.0, 1.0, 0.0, 0.0], anchor=["s"] * 4, nll=[1.0] * 4
+        group=[0, 0, 1, 1],
+        traj=[0, 1, 2, 3],
+        step=[0, 0, 0, 0],
+        reward=[1.0, 1.0, 0.0, 0.0],
+        anchor=["s"] * 4,
+        nll=[1.0] * 4,
     ),
     "all singleton anchors": dict(
-        group=[0] * 4, traj=[0, 0, 1, 1], step=[0, 1, 0, 1], reward=[0.0, 1.0, 0.0, 0.0], anchor=["a", "b", "c", "d"], nll=[1.0, 2.0, 0.5, 0.1]
+        group=[0] * 4,
+        traj=[0, 0, 1, 1],
+        step=[0, 1, 0, 1],
+        reward=[0.0, 1.0, 0.0, 0.0],
+        anchor=["a", "b", "c", "d"],
+        nll=[1.0, 2.0, 0.5, 0.1],
     ),
     "one-step trajectories": dict(
-        group=[0, 0, 0], traj=[0, 1, 2], step=[0, 0, 0], reward=[1.0, 0.0, -0.1], anchor=["s", "s", "s"], nll=[0.3, 0.0, 2.0]
+        group=[0, 0, 0],
+        traj=[0, 1, 2],
+        step=[0, 0, 0],
+        reward=[1.0, 0.0, -0.1],
+        anchor=["s", "s", "s"],
+        nll=[0.3, 0.0, 2.0],
     ),
     "all-zero nll": dict(
-        group=[0] * 4, traj=[0, 0, 1, 1], step=[0, 1, 0, 1], reward=[0.0, 1.0, 0.0, 0.0], anchor=["s", "t", "s", "t"], nll=[0.0] * 4
+        group=[0] * 4,
+        traj=[0, 0, 1, 1],
+        step=[0, 1, 0, 1],
+        reward=[0.0, 1.0, 0.0, 0.0],
+        anchor=["s", "t", "s", "t"],
+        nll=[0.0] * 4,
     ),
-    "one trajectory": dict(group=[0, 0, 0], traj=[0, 0, 0], step=[0, 1, 2], reward=[0.0, -0.1, 1.0], anchor=["a", "b", "a"], nll=[0.2, 0.9, 0.0]),
+    "one trajectory": dict(
+        group=[0, 0, 0],
+        traj=[0, 0, 0],
+        step=[0, 1, 2],
+        reward=[0.0, -0.1, 1.0],
+        anchor=["a", "b", "a"],
+        nll=[0.2, 0.9, 0.0],
+    ),
     "one row": dict(group=[0], traj=[0], step=[0], reward=[1.0], anchor=["a"], nll=[0.0]),
 }
 
@@ -153,12 +180,17 @@ def test_a_huge_step_is_rejected_before_any_allocation(huge):
 
 def test_a_step_beyond_64_bits_names_the_field():
     with pytest.raises(ValueError, match="step holds an integer outside the 64-bit range"):
-        compute_advantages(group=[0, 0], traj=[0, 0], step=[0, 2**64], reward=[0.0, 1.0], config=AdvantageConfig(method="grpo"))
+        compute_advantages(
+            group=[0, 0], traj=[0, 0], step=[0, 2**64], reward=[0.0, 1.0], config=AdvantageConfig(method="grpo")
+        )
     with pytest.raises(ValueError, match="step holds an integer outside the 64-bit range"):
         import numpy as np
 
         compute_advantages(
-            group=[0, 0], traj=[0, 0], step=np.array([0, 2**63], dtype=np.uint64), reward=[0.0, 1.0],
+            group=[0, 0],
+            traj=[0, 0],
+            step=np.array([0, 2**63], dtype=np.uint64),
+            reward=[0.0, 1.0],
             config=AdvantageConfig(method="grpo"),
         )
 
@@ -167,7 +199,9 @@ def test_a_step_beyond_64_bits_names_the_field():
 def test_large_rewards_are_exact_up_to_the_stated_limit_and_rejected_above(method):
     # Four one-step trajectories, rewards x, 0, x, 0: mean x/2, std x/sqrt(3), so A^E = +-sqrt(3)/2.
     def batch(x):
-        return dict(group=[0] * 4, traj=[0, 1, 2, 3], step=[0] * 4, reward=[x, 0.0, x, 0.0], anchor=["s"] * 4, nll=[1.0] * 4)
+        return dict(
+            group=[0] * 4, traj=[0, 1, 2, 3], step=[0] * 4, reward=[x, 0.0, x, 0.0], anchor=["s"] * 4, nll=[1.0] * 4
+        )
 
     config = AdvantageConfig(method=method)
     out = compute_advantages(**batch(1e100), config=config)
@@ -205,7 +239,9 @@ def test_scalars_none_and_strings_where_rows_are_expected_name_the_field(field, 
 
 
 @pytest.mark.parametrize("config", [dict(method="grpo"), dict(method="gigpo"), dict(detector="uniform"), dict()])
-@pytest.mark.parametrize("nll, pattern", [([0.5, math.nan, 0.2, 0.3], "nll must be finite"), ([0.5, -1.0, 0.2, 0.3], "nll .* must be >= 0")])
+@pytest.mark.parametrize(
+    "nll, pattern", [([0.5, math.nan, 0.2, 0.3], "nll must be finite"), ([0.5, -1.0, 0.2, 0.3], "nll .* must be >= 0")]
+)
 def test_nll_is_validated_whenever_given(config, nll, pattern):
     with pytest.raises(ValueError, match=pattern):
         call(nll=nll, config=AdvantageConfig(**config))

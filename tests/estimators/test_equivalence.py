@@ -99,7 +99,9 @@ def test_random_detector_permutes_entropy_scores_within_trajectories(rows, seed)
     for tau in set(batch["traj"]):
         rows_of_tau = np.flatnonzero(traj == tau)
         np.testing.assert_allclose(
-            np.sort(shuffled.criticality.numpy()[rows_of_tau]), np.sort(entropy.criticality.numpy()[rows_of_tau]), rtol=1e-6
+            np.sort(shuffled.criticality.numpy()[rows_of_tau]),
+            np.sort(entropy.criticality.numpy()[rows_of_tau]),
+            rtol=1e-6,
         )
     # The weights follow the permuted scores through the same gate.
     cfg = AdvantageConfig()
@@ -188,7 +190,15 @@ def test_row_order_does_not_change_results():
     rng = np.random.default_rng(0)
     n_traj, length = 12, 9
     rows = [
-        (k // 4, k, t, float(t == length - 1 and k % 3 == 0) - 0.1 * (t == 2), f"o{rng.integers(3)}", float(rng.random()), t == 2)
+        (
+            k // 4,
+            k,
+            t,
+            float(t == length - 1 and k % 3 == 0) - 0.1 * (t == 2),
+            f"o{rng.integers(3)}",
+            float(rng.random()),
+            t == 2,
+        )
         for k in range(n_traj)
         for t in range(length)
     ]
@@ -221,5 +231,7 @@ def test_accepts_sequences_arrays_and_tensors(kind):
 
 def test_no_gradient_flows():
     nll = torch.tensor([0.5, 1.5, 1.0], requires_grad=True)
-    out = compute_advantages(group=[0, 0, 0], traj=[0, 0, 1], step=[0, 1, 0], reward=[0.0, 1.0, 0.0], anchor=["a", "b", "a"], nll=nll)
+    out = compute_advantages(
+        group=[0, 0, 0], traj=[0, 0, 1], step=[0, 1, 0], reward=[0.0, 1.0, 0.0], anchor=["a", "b", "a"], nll=nll
+    )
     assert not out.advantages.requires_grad and not out.lam.requires_grad

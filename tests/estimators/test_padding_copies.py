@@ -40,8 +40,15 @@ def gigpo(conventions: str, norm: str = "mean_std", copies: bool = True, method:
     group, traj, step, reward, anchor, count = zip(*STEPS.values())
     config = AdvantageConfig(method=method, gamma=0.5, norm=norm, conventions=conventions, detector="uniform")
     return compute_advantages(
-        group=group, traj=traj, step=step, reward=reward, anchor=anchor, invalid=[False] * len(STEPS),
-        invalid_penalty=0.0, config=config, copies=list(count) if copies else None,
+        group=group,
+        traj=traj,
+        step=step,
+        reward=reward,
+        anchor=anchor,
+        invalid=[False] * len(STEPS),
+        invalid_penalty=0.0,
+        config=config,
+        copies=list(count) if copies else None,
     ).advantages.double()
 
 
@@ -50,8 +57,12 @@ def test_verl_agent_counts_each_copy_in_its_groups_as_worked_out_by_hand():
     episode_a = [(1 - 0.5) / (s3 + EPS)] * 2 + [(0 - 0.5) / (s3 + EPS)]
     episode_b = [(1 - 0.25) / (0.5 + EPS)] + [(0 - 0.25) / (0.5 + EPS)] * 2
     step = [
-        (0.5 - 1 / 6) / (s12 + EPS), 0.0, (0 - 1 / 6) / (s12 + EPS),  # x, y (alone: 0), x
-        0.5 / (math.sqrt(0.5) + EPS), -0.5 / (math.sqrt(0.5) + EPS), 0.0,  # p, p, q with its copy (0, 0)
+        (0.5 - 1 / 6) / (s12 + EPS),
+        0.0,
+        (0 - 1 / 6) / (s12 + EPS),  # x, y (alone: 0), x
+        0.5 / (math.sqrt(0.5) + EPS),
+        -0.5 / (math.sqrt(0.5) + EPS),
+        0.0,  # p, p, q with its copy (0, 0)
     ]
     expected = torch.tensor(episode_a + episode_b, dtype=torch.float64) + torch.tensor(step, dtype=torch.float64)
     torch.testing.assert_close(gigpo("verl_agent"), expected, rtol=0, atol=1e-6)  # float32 results
@@ -72,8 +83,20 @@ def test_spec_counts_each_real_row_once(method):
 
 def test_copies_must_be_integers_of_at_least_zero():
     with pytest.raises(ValueError, match=r"copies must be >= 0"):
-        compute_advantages(group=[0, 0], traj=[0, 1], step=[0, 0], reward=[1.0, 0.0], copies=[0, -1],
-                           config=AdvantageConfig(method="grpo"))
+        compute_advantages(
+            group=[0, 0],
+            traj=[0, 1],
+            step=[0, 0],
+            reward=[1.0, 0.0],
+            copies=[0, -1],
+            config=AdvantageConfig(method="grpo"),
+        )
     with pytest.raises(ValueError, match=r"copies must be a one-dimensional sequence of integers"):
-        compute_advantages(group=[0, 0], traj=[0, 1], step=[0, 0], reward=[1.0, 0.0], copies=[0.5, 1.0],
-                           config=AdvantageConfig(method="grpo"))
+        compute_advantages(
+            group=[0, 0],
+            traj=[0, 1],
+            step=[0, 0],
+            reward=[1.0, 0.0],
+            copies=[0.5, 1.0],
+            config=AdvantageConfig(method="grpo"),
+        )

@@ -9,10 +9,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -45,7 +45,11 @@ def gaca(*args: str, cwd: Path, timeout: float = 600, **env: str) -> subprocess.
     """Run the real CLI, `python -m gaca.cli ARGS`, in ``cwd``."""
     return subprocess.run(
         [sys.executable, "-m", "gaca.cli", *args],
-        cwd=cwd, env=cli_env(**env), capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        env=cli_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -70,7 +74,11 @@ def mlflow_server(folder: Path) -> Iterator[str]:
     log = open(folder / "server.log", "w")
     server = subprocess.Popen(
         [sys.executable, "-m", "gaca.cli", "mlflow", "--port", str(port)],
-        cwd=folder, env=cli_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=folder,
+        env=cli_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     uri = f"http://127.0.0.1:{port}"
     try:
@@ -110,8 +118,13 @@ def logged_runs(uri: str, experiment: str = "gaca") -> list[LoggedRun]:
         }
         runs.append(
             LoggedRun(
-                run.info.run_id, run.info.status, dict(run.data.tags), dict(run.data.params), history,
-                run.info.start_time, run.info.end_time,
+                run.info.run_id,
+                run.info.status,
+                dict(run.data.tags),
+                dict(run.data.params),
+                history,
+                run.info.start_time,
+                run.info.end_time,
             )
         )
     return runs

@@ -32,7 +32,9 @@ def status_of(url: str) -> int:
 
 
 def read_credentials(path: Path) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line and not line.startswith("#"))
+    return dict(
+        line.split("=", 1) for line in path.read_text().splitlines() if "=" in line and not line.startswith("#")
+    )
 
 
 def test_a_server_on_every_interface_requires_the_generated_credentials(tmp_path: Path, monkeypatch):
@@ -47,9 +49,24 @@ def test_a_server_on_every_interface_requires_the_generated_credentials(tmp_path
     log_path = server_dir / "server.log"
     with log_path.open("w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "gaca.cli", "mlflow", "--host", "0.0.0.0", "--port", str(port),
-             "--", "--allowed-hosts", f"127.0.0.1:{port},localhost:{port}"],
-            cwd=server_dir, env=cli_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "gaca.cli",
+                "mlflow",
+                "--host",
+                "0.0.0.0",
+                "--port",
+                str(port),
+                "--",
+                "--allowed-hosts",
+                f"127.0.0.1:{port},localhost:{port}",
+            ],
+            cwd=server_dir,
+            env=cli_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     uri = f"http://127.0.0.1:{port}"
     try:

@@ -66,8 +66,11 @@ def test_the_uniform_control_lambda0_half_and_modulation_off_run_once(every_run)
     assert len(uniform) == 3  # one per seed
     for run in uniform:
         assert run.block == "detector" and set(run.also_in) == {"lambda0", "modulation"}
-    default = [r for r in every_run if r.block == "alpha_c" and r.config.algorithm.method == "gaca"
-               and r.config.algorithm.alpha_c == 1.0]
+    default = [
+        r
+        for r in every_run
+        if r.block == "alpha_c" and r.config.algorithm.method == "gaca" and r.config.algorithm.alpha_c == 1.0
+    ]
     assert len(default) == 3
     assert all(set(r.also_in) == {"debias", "detector", "horizon", "lambda0", "modulation"} for r in default)
 
@@ -111,5 +114,7 @@ def test_a_model_presets_sizes_are_part_of_the_run_key(tmp_path):
 
 def test_a_sweep_that_does_not_list_its_values_is_refused_naming_the_key():
     block = load_block("detector")
-    with pytest.raises(ValueError, match=r"algorithm.lambda0: a sweep of a block must list its values .*interval\(0,1\)"):
+    with pytest.raises(
+        ValueError, match=r"algorithm.lambda0: a sweep of a block must list its values .*interval\(0,1\)"
+    ):
         expand(block, ["algorithm.lambda0=interval(0,1)"])

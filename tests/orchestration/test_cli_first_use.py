@@ -41,8 +41,12 @@ def test_an_unreachable_tracking_server_is_one_line_naming_it_masked_and_nothing
 def test_values_the_pool_cannot_serve_typos_and_folders_that_cannot_be_written_fail_before_anything_is_created(
     tmp_path: Path,
 ):
-    assert_one_line(gaca("train", "trainer.tasks_per_iteration=100000", cwd=tmp_path), 2,
-                    "trainer.tasks_per_iteration=100000", "1024 training tasks")
+    assert_one_line(
+        gaca("train", "trainer.tasks_per_iteration=100000", cwd=tmp_path),
+        2,
+        "trainer.tasks_per_iteration=100000",
+        "1024 training tasks",
+    )
     assert_one_line(gaca("train", "trainer.num_eval_tasks=500", cwd=tmp_path), 2, "128 held-out tasks")
     assert_one_line(gaca("train", "algorithm.lamda0=0.3", cwd=tmp_path), 2, "did you mean algorithm.lambda0?")
     assert_one_line(gaca("train", "env=forest", cwd=tmp_path), 2, "Available options in 'env':", "household")
@@ -52,7 +56,9 @@ def test_values_the_pool_cannot_serve_typos_and_folders_that_cannot_be_written_f
     assert list(tmp_path.iterdir()) == []  # no entry.log, no mlflow.db
 
     (tmp_path / "a-file").write_text("")
-    assert_one_line(gaca("train", *TINY, "output_dir=a-file/runs", cwd=tmp_path), 2, "output_dir=a-file/runs", "not a folder")
+    assert_one_line(
+        gaca("train", *TINY, "output_dir=a-file/runs", cwd=tmp_path), 2, "output_dir=a-file/runs", "not a folder"
+    )
     assert_one_line(gaca("sweep", "detector", *TINY, "output_dir=a-file/runs", cwd=tmp_path), 2, "not a folder")
     store = f"sqlite:///{tmp_path / 'a-file' / 'mlflow.db'}"
     assert_one_line(gaca("train", *TINY, cwd=tmp_path, MLFLOW_TRACKING_URI=store), 1, "cannot be written")

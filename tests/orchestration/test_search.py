@@ -60,12 +60,24 @@ def test_a_study_prunes_cancels_continues_and_takes_up_a_left_trial(tmp_path: Pa
     distributions = {key: FloatDistribution(low, high) for key, (low, high) in space.items()}
     study = optuna.create_study(study_name="gate-test", storage=storage, direction="maximize")
     # A finished trial that succeeded everywhere: the next one is below the median at once.
-    study.add_trial(create_trial(
-        params={key: low for key, (low, _) in space.items()}, distributions=distributions,
-        value=1.0, intermediate_values={0: 1.0, 10: 1.0, 20: 1.0, 30: 1.0},
-    ))
+    study.add_trial(
+        create_trial(
+            params={key: low for key, (low, _) in space.items()},
+            distributions=distributions,
+            value=1.0,
+            intermediate_values={0: 1.0, 10: 1.0, 20: 1.0, 30: 1.0},
+        )
+    )
     common = [
-        "--study", "gate-test", "--storage", storage, "--workers", "1", "search.seeds=[0,1]", "search.confirm.seeds=0", *TINY,
+        "--study",
+        "gate-test",
+        "--storage",
+        storage,
+        "--workers",
+        "1",
+        "search.seeds=[0,1]",
+        "search.confirm.seeds=0",
+        *TINY,
     ]
     # Long enough to be still running when the pruner says stop, however fast the machine trains and
     # however late a loaded machine starts the other seed's job (400 ran out once under a full suite).
@@ -84,7 +96,9 @@ def test_a_study_prunes_cancels_continues_and_takes_up_a_left_trial(tmp_path: Pa
     assert len(pruned) == 2 and all(run.tags["gaca.trial_state"] == "pruned" for run in pruned)
     # Their iterations never ran out. (Their MLflow status is not checked: under the full CI suite a
     # cancelled run was seen marked FINISHED.)
-    assert all(max(step for step, _ in run.history.get("train/success_rate", [(0, 0)])) < long_iterations for run in pruned)
+    assert all(
+        max(step for step, _ in run.history.get("train/success_rate", [(0, 0)])) < long_iterations for run in pruned
+    )
 
     left = study.ask()  # a trial a dead driver left running: the rerun takes it up
     left_params = {key: left.suggest_float(key, low, high) for key, (low, high) in space.items()}
@@ -123,8 +137,18 @@ def test_the_winners_are_confirmed_on_fresh_seeds_against_the_default_gate(tmp_p
     for value, trial_params in zip((0.9, 0.7), params):
         study.add_trial(create_trial(params=trial_params, distributions=distributions, value=value))
     result = gaca(
-        "search", "gate", "--trials", "2", "--study", "confirm-test", "--storage", storage,
-        "search.seeds=[0,1]", "search.confirm.seeds=2", *TINY, cwd=tmp_path,
+        "search",
+        "gate",
+        "--trials",
+        "2",
+        "--study",
+        "confirm-test",
+        "--storage",
+        storage,
+        "search.seeds=[0,1]",
+        "search.confirm.seeds=2",
+        *TINY,
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     assert "confirming trials 0, 1 and the default gate on fresh seeds [2, 3]: 6 of 6 runs to train" in result.stdout
@@ -133,11 +157,18 @@ def test_the_winners_are_confirmed_on_fresh_seeds_against_the_default_gate(tmp_p
 
     def finals(lambda0: float | None) -> list[float]:
         chosen = [
-            run for run in runs
-            if (lambda0 is None and float(run.params["algorithm.lambda0"]) == 0.5 and float(run.params["algorithm.alpha_c"]) == 1.0)
+            run
+            for run in runs
+            if (
+                lambda0 is None
+                and float(run.params["algorithm.lambda0"]) == 0.5
+                and float(run.params["algorithm.alpha_c"]) == 1.0
+            )
             or (lambda0 is not None and float(run.params["algorithm.lambda0"]) == pytest.approx(lambda0))
         ]
-        return [run.history["final/eval_success_rate"][0][1] for run in sorted(chosen, key=lambda r: r.tags["gaca.seed"])]
+        return [
+            run.history["final/eval_success_rate"][0][1] for run in sorted(chosen, key=lambda r: r.tags["gaca.seed"])
+        ]
 
     best = OmegaConf.load(tmp_path / "reports" / "search" / "confirm-test" / "best.yaml")
     first, second = best.confirmation.finalists
@@ -151,7 +182,17 @@ def test_the_winners_are_confirmed_on_fresh_seeds_against_the_default_gate(tmp_p
     assert "selection bias" in result.stdout
     # A rerun trains nothing more.
     again = gaca(
-        "search", "gate", "--trials", "2", "--study", "confirm-test", "--storage", storage,
-        "search.seeds=[0,1]", "search.confirm.seeds=2", *TINY, cwd=tmp_path,
+        "search",
+        "gate",
+        "--trials",
+        "2",
+        "--study",
+        "confirm-test",
+        "--storage",
+        storage,
+        "search.seeds=[0,1]",
+        "search.confirm.seeds=2",
+        *TINY,
+        cwd=tmp_path,
     )
     assert again.returncode == 0 and "0 of 6 runs to train" in again.stdout

@@ -40,13 +40,25 @@ def test_no_artifact_param_log_pickle_or_printed_line_holds_a_planted_secret(tmp
             gaca("sweep", *ONE_RUN, key_override, cwd=work, MLFLOW_TRACKING_URI=planted),
             gaca("sweep", *ONE_RUN, "seed=1", key_override, f"tracking.uri={planted}", cwd=work),
             gaca("train", *TINY, "seed=2", key_override, cwd=work, MLFLOW_TRACKING_URI=planted),
-            gaca("sweep", "main", "backend=verl", "trainer=paper", "model=path", "model.path=/models/Qwen2.5-1.5B-Instruct",
-                 key_override, "--dry-run", cwd=work, MLFLOW_TRACKING_URI=planted),
+            gaca(
+                "sweep",
+                "main",
+                "backend=verl",
+                "trainer=paper",
+                "model=path",
+                "model.path=/models/Qwen2.5-1.5B-Instruct",
+                key_override,
+                "--dry-run",
+                cwd=work,
+                MLFLOW_TRACKING_URI=planted,
+            ),
             gaca("train", "+backend.env_vars={WANDB_API_KEY: 987654321}", cwd=work, MLFLOW_TRACKING_URI=planted),
         ]
         runs = logged_runs(bare)
 
-    assert [result.returncode for result in outputs] == [0, 0, 0, 0, 2], "\n=====\n".join(r.stdout[-1500:] + r.stderr[-1500:] for r in outputs)
+    assert [result.returncode for result in outputs] == [0, 0, 0, 0, 2], "\n=====\n".join(
+        r.stdout[-1500:] + r.stderr[-1500:] for r in outputs
+    )
     printed = "".join(result.stdout + result.stderr for result in outputs)
     assert PASSWORD not in printed and API_KEY not in printed and "987654321" not in printed
     assert "alice\\:***@127.0.0.1" in printed and "WANDB_API_KEY=***" in printed  # shown, masked

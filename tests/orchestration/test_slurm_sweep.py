@@ -81,7 +81,10 @@ def preempt(task: str, folder: Path) -> None:
     and requeue). slurmctld answers some signals to a running array task with "Job can not be altered
     now, try again later" although slurmd delivers them, and scancel then blocks in its own retries;
     so each signal is sent until the job's log shows that submitit received it."""
-    logs = lambda: "".join(p.read_text() for p in folder.glob(f"multirun/*/*/jobs/{task}/*_log.*"))
+
+    def logs() -> str:
+        return "".join(p.read_text() for p in folder.glob(f"multirun/*/*/jobs/{task}/*_log.*"))
+
     for signal_name, received in [("SIGTERM", "Bypassing signal SIGTERM"), ("USR2", "Caught signal SIGUSR2")]:
         deadline = time.monotonic() + 60
         while received not in logs():
@@ -109,9 +112,22 @@ def test_a_block_on_slurm_fails_cancels_and_resumes_a_preempted_job(tmp_path: Pa
     out_path, err_path = tmp_path / "driver.out", tmp_path / "driver.err"
     with open(out_path, "w") as out, open(err_path, "w") as err:
         driver = subprocess.Popen(
-            [sys.executable, "-m", "gaca.cli", "sweep", str(block_file(tmp_path)), *SETTINGS, "launcher=slurm",
-             "hydra.launcher.mem_gb=1", "hydra.launcher.timeout_min=10", "hydra.launcher.array_parallelism=4"],
-            cwd=tmp_path, env=cli_env(), stdout=out, stderr=err,
+            [
+                sys.executable,
+                "-m",
+                "gaca.cli",
+                "sweep",
+                str(block_file(tmp_path)),
+                *SETTINGS,
+                "launcher=slurm",
+                "hydra.launcher.mem_gb=1",
+                "hydra.launcher.timeout_min=10",
+                "hydra.launcher.array_parallelism=4",
+            ],
+            cwd=tmp_path,
+            env=cli_env(),
+            stdout=out,
+            stderr=err,
         )
         try:
             wait_for(lambda: "launching 4 jobs" in out_path.read_text(), 300, "the driver to launch")

@@ -69,7 +69,9 @@ def test_dry_run_and_status_read_each_runs_state_from_mlflow(workspace: Path, ca
     assert sweep.main(["detector", "seed=0", *TINY, "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert [state_column(line) for line in out.splitlines() if line[:1].isdigit()] == [
-        "skip (done)", "failed before", "interrupted"
+        "skip (done)",
+        "failed before",
+        "interrupted",
     ], out
     assert "to launch: 2 runs" in out
 
@@ -80,7 +82,12 @@ def test_dry_run_and_status_read_each_runs_state_from_mlflow(workspace: Path, ca
         assert status.main(["detector", "seed=0", *TINY]) == 0
     out = capsys.readouterr().out
     assert block_counts(out)["detector"] == {
-        "runs": "3", "done": "1", "running": "1", "interrupted": "0", "failed": "1", "missing": "0"
+        "runs": "3",
+        "done": "1",
+        "running": "1",
+        "interrupted": "0",
+        "failed": "1",
+        "missing": "0",
     }, out
 
 

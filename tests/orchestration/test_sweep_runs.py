@@ -12,7 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EVAL_STEPS, TINY, TRAIN_STEPS, LoggedRun, by_key, cli_env, gaca, logged_runs, mlflow_server, wait_for
+from .conftest import (
+    EVAL_STEPS,
+    TINY,
+    TRAIN_STEPS,
+    LoggedRun,
+    by_key,
+    cli_env,
+    gaca,
+    logged_runs,
+    mlflow_server,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -93,7 +104,11 @@ def test_a_sweep_killed_midway_resumes_without_duplicates_or_losses(reference, t
     command = ["sweep", "detector", "seed=0", *TINY]
     driver = subprocess.Popen(
         [sys.executable, "-m", "gaca.cli", *command],
-        cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        cwd=tmp_path,
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         wait_for(lambda: list(tmp_path.glob("runs/*/LATEST")), 600, "a first checkpoint", interval_s=0.1)
@@ -129,7 +144,11 @@ def test_ctrl_c_cancels_the_jobs_with_one_line_and_no_traceback(tmp_path):
     with err_path.open("w") as err:
         driver = subprocess.Popen(
             [sys.executable, "-m", "gaca.cli", *command],
-            cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+            cwd=tmp_path,
+            env=cli_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
         )
         try:
             wait_for(lambda: list(tmp_path.glob("runs/*/LATEST")), 600, "a first checkpoint", interval_s=0.1)

@@ -18,8 +18,14 @@ from .conftest import TINY, gaca, logged_runs
     ("argv", "message"),
     [
         (["detector", "--until-decided", "--margin", "-1"], "--margin must be >= 0 points, got -1"),
-        (["detector", "--until-decided", "--max-seeds", "2"], "--max-seeds must be at least the first round's 3 seeds, got 2"),
-        (["horizon", "--until-decided"], "block 'horizon' makes no claim comparisons to decide; --until-decided works for:"),
+        (
+            ["detector", "--until-decided", "--max-seeds", "2"],
+            "--max-seeds must be at least the first round's 3 seeds, got 2",
+        ),
+        (
+            ["horizon", "--until-decided"],
+            "block 'horizon' makes no claim comparisons to decide; --until-decided works for:",
+        ),
         (["detector", "--max-seeds", "6"], "--max-seeds only go with --until-decided"),
         (["detector", "--until-decided", "seed=0,1"], "--until-decided chooses the seeds itself; drop seed=0,1"),
         (["all", "--until-decided"], "--until-decided runs one block at a time, not all"),
@@ -42,7 +48,10 @@ def test_a_block_runs_in_rounds_until_decided_and_resumes_with_its_design(tmp_pa
     out = result.stdout
     assert "=== round 1 of at most 2: seeds 0-1 ===" in out and "=== round 2 of at most 2: seeds 0-2 ===" in out
     assert "look 1 of 2 at 2 seeds:" in out and "2 of 2 comparisons remain" in out
-    assert "alpha_c=0.7 − alpha_c=1: +0.00 pts, repeated 90% interval [+0.00, +0.00] (n=3; no gain) → holds, decided at look 2" in out
+    assert (
+        "alpha_c=0.7 − alpha_c=1: +0.00 pts, repeated 90% interval [+0.00, +0.00] (n=3; no gain) → holds, decided at "
+        "look 2" in out
+    )
     assert "alpha_c: every comparison decided at 3 seeds per cell" in out
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -61,7 +70,9 @@ def test_a_block_runs_in_rounds_until_decided_and_resumes_with_its_design(tmp_pa
     assert "every comparison decided at 3 seeds per cell" in again.stdout
     other = gaca("sweep", "alpha_c", "--until-decided", "--max-seeds", "6", *TINY, cwd=tmp_path)
     assert other.returncode == 2
-    assert "this block was started with the design 'looks=2,3;" in other.stderr and "nothing was launched" in other.stderr
+    assert (
+        "this block was started with the design 'looks=2,3;" in other.stderr and "nothing was launched" in other.stderr
+    )
     assert len(logged_runs(uri)) == 9
 
 

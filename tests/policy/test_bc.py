@@ -1,7 +1,6 @@
-from dataclasses import dataclass, replace
-
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 import pytest
 import torch
@@ -82,16 +81,39 @@ def test_cloning_goes_on_while_more_says_so_up_to_max_steps(make_policy):
     demos = list(zip(prompts, TARGETS))
     asked = []
 
-    def more(answers=iter([True, True, False])):
+    answers = iter([True, True, False])
+
+    def more():
         asked.append(1)
         return next(answers)
 
-    losses = behaviour_clone(make_policy(seed=1), demos, steps=10, lr=1e-2, batch_size=4, seed=0, more=more, more_steps=5, max_steps=100)
+    losses = behaviour_clone(
+        make_policy(seed=1), demos, steps=10, lr=1e-2, batch_size=4, seed=0, more=more, more_steps=5, max_steps=100
+    )
     assert len(losses) == 20 and len(asked) == 3
-    capped = behaviour_clone(make_policy(seed=1), demos, steps=10, lr=1e-2, batch_size=4, seed=0, more=lambda: True, more_steps=5, max_steps=17)
+    capped = behaviour_clone(
+        make_policy(seed=1),
+        demos,
+        steps=10,
+        lr=1e-2,
+        batch_size=4,
+        seed=0,
+        more=lambda: True,
+        more_steps=5,
+        max_steps=17,
+    )
     assert len(capped) == 17
-    assert capped[:10] == behaviour_clone(make_policy(seed=1), demos, steps=10, lr=1e-2, batch_size=4, seed=0)  # same first steps
-    assert len(behaviour_clone(make_policy(seed=1), demos, steps=10, lr=1e-2, batch_size=4, seed=0, more=lambda: True, max_steps=0)) == 10
+    assert capped[:10] == behaviour_clone(
+        make_policy(seed=1), demos, steps=10, lr=1e-2, batch_size=4, seed=0
+    )  # same first steps
+    assert (
+        len(
+            behaviour_clone(
+                make_policy(seed=1), demos, steps=10, lr=1e-2, batch_size=4, seed=0, more=lambda: True, max_steps=0
+            )
+        )
+        == 10
+    )
 
 
 def test_choice_probabilities_are_the_softmax_of_the_options_sequence_logprobs(make_policy):
@@ -103,7 +125,9 @@ def test_choice_probabilities_are_the_softmax_of_the_options_sequence_logprobs(m
         from gaca.policy.logprobs import sequence_logprobs
 
         def score(prompt, option):
-            lp, _, mask = sequence_logprobs(policy.model, policy.encode_prompts([prompt]), policy.encode_actions([option]))
+            lp, _, mask = sequence_logprobs(
+                policy.model, policy.encode_prompts([prompt]), policy.encode_actions([option])
+            )
             return float((lp * mask).sum())
 
     for i, row in enumerate(options):

@@ -88,7 +88,10 @@ def test_text_encoder_falls_back_where_words_do_not_encode_alone():
     spanning = build_word_tokenizer(WORDS)
     spanning.add_tokens(["go to"])  # an added token across whitespace: words no longer encode alone
     assert not is_word_tokenizer(spanning)
-    assert TextEncoder(spanning)(["go to cabinet 1"]) == spanning(["go to cabinet 1"], add_special_tokens=False)["input_ids"]
+    assert (
+        TextEncoder(spanning)(["go to cabinet 1"])
+        == spanning(["go to cabinet 1"], add_special_tokens=False)["input_ids"]
+    )
     padded = build_word_tokenizer(WORDS)
     encode = TextEncoder(padded)
     padded.backend_tokenizer.enable_padding(pad_id=0, pad_to_multiple_of=4)  # as a padded call can leave it

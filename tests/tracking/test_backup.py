@@ -114,9 +114,15 @@ def test_restore_refuses_while_a_process_uses_the_store(tmp_path: Path):
     database, _ = make_store(tmp_path, 1)
     backup.backup_store(database, "sweep")
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from gaca.tracking.backup import hold_in_use; "
-         "hold_in_use(Path(sys.argv[1])); print('held', flush=True); time.sleep(60)", str(database)],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from gaca.tracking.backup import hold_in_use; "
+            "hold_in_use(Path(sys.argv[1])); print('held', flush=True); time.sleep(60)",
+            str(database),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"

@@ -49,8 +49,11 @@ def test_configs_and_params_mask_secret_keys_and_uris():
         "backend": {"env_vars": {"wandb_api_key": "***", "NCCL_DEBUG": "WARN"}, "max_response_length": 512},
     }
     params = {"tracking.uri": "http://alice:pw@h", "backend.env_vars.HF_TOKEN": "t", "trainer.lr": "0.001"}
-    assert redact_params(params) == {"tracking.uri": "http://alice:***@h", "backend.env_vars.HF_TOKEN": "***",
-                                     "trainer.lr": "0.001"}
+    assert redact_params(params) == {
+        "tracking.uri": "http://alice:***@h",
+        "backend.env_vars.HF_TOKEN": "***",
+        "trainer.lr": "0.001",
+    }
     assert not looks_secret("gaca.run_key") and not looks_secret("model.max_prompt_tokens")
 
 
@@ -73,7 +76,9 @@ def test_secret_env_vars_leave_a_job_s_overrides_for_the_environment():
 
     environ: dict[str, str] = {}
     overrides = [
-        "+backend.env_vars.WANDB_API_KEY=k3y1", "seed=1", "+backend.env_vars.DATA_HOME=/data",
+        "+backend.env_vars.WANDB_API_KEY=k3y1",
+        "seed=1",
+        "+backend.env_vars.DATA_HOME=/data",
         "+backend.env_vars={HF_TOKEN: 'tok en', LANG: C}",
     ]
     first = through_environment(overrides, environ)
@@ -81,8 +86,11 @@ def test_secret_env_vars_leave_a_job_s_overrides_for_the_environment():
     text = " ".join(first + second)
     assert "k3y" not in text and "tok en" not in text and "other" not in text
     assert first[1:3] == overrides[1:3]  # nothing else changes
-    assert environ == {"GACA_SECRET_WANDB_API_KEY": "k3y1", "GACA_SECRET_HF_TOKEN": "tok en",
-                       "GACA_SECRET_WANDB_API_KEY_2": "other"}
+    assert environ == {
+        "GACA_SECRET_WANDB_API_KEY": "k3y1",
+        "GACA_SECRET_HF_TOKEN": "tok en",
+        "GACA_SECRET_WANDB_API_KEY_2": "other",
+    }
     # what a job composes from them resolves to the values again
     import os
 

@@ -40,7 +40,9 @@ def test_eight_processes_creating_one_fresh_sqlite_store_all_succeed(tmp_path: P
     processes = [
         subprocess.Popen(
             [sys.executable, "-c", FIRST_USER, uri, str(go), str(seed)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for seed in range(PROCESSES)
     ]

@@ -15,9 +15,10 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -70,7 +71,11 @@ def save_checkpoint(directory: Path, iteration: int, policy: Policy, state: dict
         if isinstance(error, RuntimeError) and not _is_write_failure(error):
             raise
         published = checkpoint_folders(directory)
-        kept = f"the previous checkpoint {published[0].absolute()} is intact" if published else "no earlier checkpoint exists"
+        kept = (
+            f"the previous checkpoint {published[0].absolute()} is intact"
+            if published
+            else "no earlier checkpoint exists"
+        )
         raise CheckpointWriteError(
             f"cannot write checkpoint {partial.absolute()} ({getattr(error, 'strerror', None) or error}); {kept}; "
             "free space (or make the folder writable) and rerun: the run resumes from it"
@@ -118,7 +123,9 @@ def checkpoint_folders(directory: Path) -> list[Path]:
     """The published checkpoint folders of ``directory``, newest (``LATEST``) first."""
     if not directory.is_dir():
         return []
-    folders = sorted((p for p in directory.glob("iter-*") if p.is_dir() and not p.name.endswith(".partial")), reverse=True)
+    folders = sorted(
+        (p for p in directory.glob("iter-*") if p.is_dir() and not p.name.endswith(".partial")), reverse=True
+    )
     pointer = directory / LATEST
     latest = directory / pointer.read_text().strip() if pointer.is_file() else None
     if latest in folders:
@@ -128,7 +135,9 @@ def checkpoint_folders(directory: Path) -> list[Path]:
 
 
 def load_checkpoint(
-    directory: Path, device: str | None = None, report: Callable[[str], None] | None = None,
+    directory: Path,
+    device: str | None = None,
+    report: Callable[[str], None] | None = None,
     newest: int | None = None,
 ) -> Checkpoint | None:
     """The newest intact checkpoint of ``directory`` after at most ``newest`` iterations (the last
@@ -142,8 +151,10 @@ def load_checkpoint(
     folders = checkpoint_folders(directory)
     for folder in folders:
         if newest is not None and int(folder.name.removeprefix("iter-")) > newest:
-            report(f"gaca train: checkpoint {folder.resolve()} is ahead of the run's MLflow record (its last "
-                   f"step is {newest}); trying an older one")
+            report(
+                f"gaca train: checkpoint {folder.resolve()} is ahead of the run's MLflow record (its last "
+                f"step is {newest}); trying an older one"
+            )
             continue
         try:
             return _load(folder, device)

@@ -11,8 +11,8 @@ loses nothing and gives that time back.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 RUN_THRESHOLDS = (50_000, 20, 100)
 

@@ -26,14 +26,15 @@ from gaca.backends.cpu.progress import Progress
 from gaca.backends.cpu.rollout import Rollouts, collect_rollouts, pad_rows, sampled_token_mask
 from gaca.backends.cpu.seeds import PURPOSE_EVAL, PURPOSE_ROLLOUT, PURPOSE_TASKS, PURPOSE_UPDATE, seed_for
 from gaca.backends.cpu.signal import batch_signal
+from gaca.backends.cpu.start import initial_policy, prior_accuracy
 from gaca.backends.lifecycle import OpenRun, Stopped, finishing, open_or_skip
 from gaca.backends.result import TrainResult
-from gaca.backends.cpu.start import initial_policy, prior_accuracy
 from gaca.envs import EnvFamily, make_family
 from gaca.estimators import AdvantageOutput, compute_advantages, mean_token_nll
 from gaca.estimators.registry import ESTIMATORS
 from gaca.policy.model import Policy
 from gaca.tracking.run import RunLogger
+
 
 def evaluate(policy: Policy, family: EnvFamily, run: RunConfig, iteration: int) -> Rollouts:
     """``eval_episodes_per_task`` episodes per held-out task at the evaluation temperature (the same
@@ -41,7 +42,12 @@ def evaluate(policy: Policy, family: EnvFamily, run: RunConfig, iteration: int) 
     tasks = list(family.eval_task_ids)[: run.trainer.num_eval_tasks or None]
     generator = policy.generator(seed_for(run.seed, iteration, PURPOSE_EVAL))
     return collect_rollouts(
-        policy, family, tasks, run.trainer.eval_episodes_per_task, run.trainer.eval_temperature, generator,
+        policy,
+        family,
+        tasks,
+        run.trainer.eval_episodes_per_task,
+        run.trainer.eval_temperature,
+        generator,
         transcripts=run.trainer.transcripts,
     )
 
@@ -66,7 +72,11 @@ def outcomes_csv(rollouts: Rollouts, iteration: int) -> str:
 
 
 def transcripts_text(rollouts: Rollouts) -> str:
-    return "\n\n".join("\n".join(e.transcript) + f"\n[won={e.won} return={e.total_return:.3g}]" for e in rollouts.episodes if e.transcript)
+    return "\n\n".join(
+        "\n".join(e.transcript) + f"\n[won={e.won} return={e.total_return:.3g}]"
+        for e in rollouts.episodes
+        if e.transcript
+    )
 
 
 def log_evaluation(logger: RunLogger, rollouts: Rollouts, iteration: int) -> None:
@@ -88,7 +98,12 @@ class Iteration:
 
 
 def iteration(
-    run: RunConfig, family: EnvFamily, policy: Policy, reference: Policy | None, optimizer: torch.optim.Optimizer, i: int
+    run: RunConfig,
+    family: EnvFamily,
+    policy: Policy,
+    reference: Policy | None,
+    optimizer: torch.optim.Optimizer,
+    i: int,
 ) -> Iteration:
     """Iteration ``i`` of Algorithm 1: roll out G episodes on each sampled task, estimate the
     advantages (Eqs. 2-8), update the policy with PPO (Eq. 1)."""
@@ -97,7 +112,11 @@ def iteration(
     rng = np.random.default_rng(seed_for(run.seed, i, PURPOSE_TASKS))
     tasks = rng.choice(family.train_task_ids, size=trainer.tasks_per_iteration, replace=False)
     rollouts = collect_rollouts(
-        policy, family, [int(t) for t in tasks], trainer.group_size, trainer.rollout_temperature,
+        policy,
+        family,
+        [int(t) for t in tasks],
+        trainer.group_size,
+        trainer.rollout_temperature,
         policy.generator(seed_for(run.seed, i, PURPOSE_ROLLOUT)),
     )
     rows = rollouts.rows
@@ -106,10 +125,15 @@ def iteration(
     began = time.perf_counter()
     old = pad_rows(rows.logprobs, max(len(r) for r in rows.logprobs))
     advantage = compute_advantages(
-        group=rows.group, traj=rows.traj, step=rows.step, reward=rows.reward,
-        anchor=rows.anchor, nll=mean_token_nll(old, sampled_token_mask(rows, old.shape[1])),
+        group=rows.group,
+        traj=rows.traj,
+        step=rows.step,
+        reward=rows.reward,
+        anchor=rows.anchor,
+        nll=mean_token_nll(old, sampled_token_mask(rows, old.shape[1])),
         config=run.algorithm.reseeded(run.seed, i),
-        invalid=rows.invalid, invalid_penalty=run.env.invalid_penalty,
+        invalid=rows.invalid,
+        invalid_penalty=run.env.invalid_penalty,
     )
     estimator_seconds = time.perf_counter() - began
 
@@ -118,7 +142,12 @@ def iteration(
     for group in optimizer.param_groups:
         group["lr"] = trainer.lr_at(i)
     update = ppo_update(
-        policy, reference, optimizer, rows, advantage.advantages, trainer,
+        policy,
+        reference,
+        optimizer,
+        rows,
+        advantage.advantages,
+        trainer,
         torch.Generator().manual_seed(seed_for(run.seed, i, PURPOSE_UPDATE)),
     )
     return Iteration(rollouts, advantage, update, estimator_seconds, time.perf_counter() - began)
@@ -180,7 +209,10 @@ def _train(run: RunConfig, opened: OpenRun, quiet: bool | None, stop_after: int 
     if checkpoint is not None and checkpoint.state.get("run_id") != logger.run_id:
         checkpoint = None  # a checkpoint of a run MLflow does not know starts over
     if checkpoint is not None:
-        print(f"gaca train: resumed run {key} from iteration {checkpoint.iteration} ({checkpoint.folder})", file=sys.stderr)
+        print(
+            f"gaca train: resumed run {key} from iteration {checkpoint.iteration} ({checkpoint.folder})",
+            file=sys.stderr,
+        )
     initial = initial_policy(run, family, output / "bc-cache")
     policy = checkpoint.policy if checkpoint else initial
     reference = None
@@ -192,7 +224,9 @@ def _train(run: RunConfig, opened: OpenRun, quiet: bool | None, stop_after: int 
     histogram = np.zeros(len(contract.CRITICALITY_BINS) - 1)
     if checkpoint:
         optimizer.load_state_dict(checkpoint.state["optimizer"])
-        histogram = np.resize(checkpoint.state["criticality_hist"], len(contract.CRITICALITY_BINS) - 1)  # older: no overflow bin
+        histogram = np.resize(
+            checkpoint.state["criticality_hist"], len(contract.CRITICALITY_BINS) - 1
+        )  # older: no overflow bin
         histogram[len(checkpoint.state["criticality_hist"]) :] = 0
         start = checkpoint.iteration
 
@@ -215,7 +249,9 @@ def _train(run: RunConfig, opened: OpenRun, quiet: bool | None, stop_after: int 
             step = iteration(run, family, policy, reference, optimizer, i)
             if step.advantage.criticality is not None:
                 histogram += np.histogram(step.advantage.criticality.numpy(), bins=contract.CRITICALITY_BINS)[0]
-            metrics = iteration_metrics(step, optimizer.param_groups[0]["lr"], family.horizon, time.perf_counter() - began)
+            metrics = iteration_metrics(
+                step, optimizer.param_groups[0]["lr"], family.horizon, time.perf_counter() - began
+            )
             evaluation = None
             if i % trainer.eval_every == 0 or i == trainer.iterations:
                 evaluation = evaluate(policy, family, run, i)

@@ -72,7 +72,9 @@ def ppo_update(
             width = mask.shape[1]
             old = pad_rows([rows.logprobs[i] for i in indices], width).to(device)
             token_advantages = broadcast_to_tokens(advantages[indices].to(device), mask)
-            surrogate = clipped_policy_loss(old, logprobs, token_advantages, mask, config.clip_ratio, config.clip_ratio_c)
+            surrogate = clipped_policy_loss(
+                old, logprobs, token_advantages, mask, config.clip_ratio, config.clip_ratio_c
+            )
             loss = surrogate.loss
             kl = torch.zeros(())
             if reference is not None and config.kl_coef > 0:

@@ -17,8 +17,14 @@ class Progress:
     def __init__(self, total: int, start: int = 0, quiet: bool | None = None) -> None:
         self.terminal = sys.stderr.isatty()
         self.quiet = False if quiet is None else quiet
-        self.bar = tqdm(total=total, initial=start, unit="it", desc="train", disable=self.quiet or not self.terminal,
-                        dynamic_ncols=True)
+        self.bar = tqdm(
+            total=total,
+            initial=start,
+            unit="it",
+            desc="train",
+            disable=self.quiet or not self.terminal,
+            dynamic_ncols=True,
+        )
         self.total = total
         self.start = start
         self.began = time.monotonic()
@@ -37,8 +43,11 @@ class Progress:
         per_iteration = (time.monotonic() - self.began) / max(iteration - self.start, 1)
         shown = " ".join(f"{name} {value}" for name, value in postfix.items())
         eta = per_iteration * (self.total - iteration)
-        print(f"gaca train: iteration {iteration}/{self.total}  {shown}  ({per_iteration:.1f} s/it, "
-              f"{eta:.0f} s to go)", file=sys.stderr, flush=True)
+        print(
+            f"gaca train: iteration {iteration}/{self.total}  {shown}  ({per_iteration:.1f} s/it, {eta:.0f} s to go)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def close(self) -> None:
         self.bar.close()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import torch
 
@@ -113,7 +113,9 @@ def collect_rollouts(
         live = [k for k, alive in enumerate(envs.alive) if alive]
         prompts = [observation_prompt(observations[k], histories[k], policy.config) for k in live]
         start = time.perf_counter()
-        generation = generate(policy, prompts, [decodable(observations[k], policy) for k in live], temperature, generator)
+        generation = generate(
+            policy, prompts, [decodable(observations[k], policy) for k in live], temperature, generator
+        )
         generation_seconds += time.perf_counter() - start
         generated_tokens += sum(len(ids) for ids in generation.response_ids)
         actions: list[str | None] = [None] * len(envs)

@@ -1,6 +1,7 @@
 """Where a batch's learning signal is: the testbed properties of one iteration (docs/testbed.md).
 
-Logged every iteration as ``diag/*`` (their meaning is in ``gaca.contract.METRICS``) beside the estimator's own diagnostics, and printed by
+Logged every iteration as ``diag/*`` (their meaning is in ``gaca.contract.METRICS``) beside the
+estimator's own diagnostics, and printed by
 ``gaca bench testbed`` for the behaviour-cloned start and the end of training.
 """
 

@@ -35,15 +35,27 @@ def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy
         rng = np.random.default_rng(seed_for(run.seed, 0, PURPOSE_TASKS))
         tasks = rng.choice(family.train_task_ids, size=bc.episodes, replace=bc.episodes > len(family.train_task_ids))
         demos = collect_demos(
-            family.make, [int(t) for t in tasks], noise=bc.noise, config=run.model, max_steps=family.horizon, seed=run.seed
+            family.make,
+            [int(t) for t in tasks],
+            noise=bc.noise,
+            config=run.model,
+            max_steps=family.horizon,
+            seed=run.seed,
         )
         behaviour_clone(policy, demos, bc.steps, bc.lr, bc.batch_size, run.seed)
         prior = family.prior_demonstrations() if bc.prior_steps else []
-        if prior:  # the walk's demonstrations stay in the data: trained on first actions alone, the clone forgets the walk
+        if (
+            prior
+        ):  # the walk's demonstrations stay in the data: trained on first actions alone, the clone forgets the walk
             prompts = [(choice_prompt(choice, run), action) for choice, action in prior]
             check = family.prior_choices(family.train_task_ids[:PRIOR_CHECK_TASKS])
             losses = behaviour_clone(
-                policy, prompts + demos, bc.prior_steps, bc.prior_lr, bc.batch_size, run.seed,
+                policy,
+                prompts + demos,
+                bc.prior_steps,
+                bc.prior_lr,
+                bc.batch_size,
+                run.seed,
                 more=lambda: prior_accuracy(policy, check, run) < family.prior_accuracy - PRIOR_TOLERANCE,
                 max_steps=bc.prior_max_steps,
             )

@@ -17,9 +17,9 @@ import ast
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from gaca.backends.verl.agent_hooks import MAIN_PPO, RAY_TRAINER, STAND_IN_ESTIMATOR, TRAINER_CLASS
 from gaca.backends.verl.batch import PROVIDERS, ROLLOUT
@@ -106,7 +106,11 @@ def stand_in_estimator(tree: ast.Module) -> str | None:
     if owner is None:
         return "no class AdvantageEstimator"
     for node in owner.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value == STAND_IN_ESTIMATOR:
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant)
+            and node.value.value == STAND_IN_ESTIMATOR
+        ):
             return None
     return f"AdvantageEstimator has no member equal to {STAND_IN_ESTIMATOR!r}"
 
@@ -167,13 +171,22 @@ def rollout_fields(tree: ast.Module) -> str | None:
 
 
 REQUIREMENTS: tuple[Requirement, ...] = (
-    Requirement(MAIN_PPO_FILE, "runs as `python -m` (main() under `if __name__ == \"__main__\"`)", runs_as_main),
+    Requirement(MAIN_PPO_FILE, 'runs as `python -m` (main() under `if __name__ == "__main__"`)', runs_as_main),
     Requirement(MAIN_PPO_FILE, "starts Ray with ray.init(...) (the hooks reach its workers)", starts_ray),
-    Requirement(RAY_TRAINER_FILE, f"AdvantageEstimator has {STAND_IN_ESTIMATOR!r} (critic-free stand-in)", stand_in_estimator),
-    Requirement(RAY_TRAINER_FILE, f"{TRAINER_CLASS}.__init__(self, config, ...) sets use_critic, GiGPO critic-free",
-                critic_decision),
-    Requirement(RAY_TRAINER_FILE, f"{TRAINER_CLASS}.fit calls self.traj_collector.multi_turn_loop(..., is_train=...), "
-                "uses self.global_steps, calls compute_advantage(...)", fit_calls),
+    Requirement(
+        RAY_TRAINER_FILE, f"AdvantageEstimator has {STAND_IN_ESTIMATOR!r} (critic-free stand-in)", stand_in_estimator
+    ),
+    Requirement(
+        RAY_TRAINER_FILE,
+        f"{TRAINER_CLASS}.__init__(self, config, ...) sets use_critic, GiGPO critic-free",
+        critic_decision,
+    ),
+    Requirement(
+        RAY_TRAINER_FILE,
+        f"{TRAINER_CLASS}.fit calls self.traj_collector.multi_turn_loop(..., is_train=...), "
+        "uses self.global_steps, calls compute_advantage(...)",
+        fit_calls,
+    ),
     Requirement(RAY_TRAINER_FILE, "compute_advantage(data, adv_estimator, ...)", compute_advantage_signature),
     Requirement(ROLLOUT_FILE, "TrajectoryCollector.multi_turn_loop(..., is_train)", rollout_signature),
     Requirement(ROLLOUT_FILE, f"the rollout writes {', '.join(ROLLOUT_FIELDS)}", rollout_fields),
@@ -193,7 +206,8 @@ class Pin:
 def pins(root: Path) -> list[Pin]:
     """The version-pinned requirements of the checkout at ``root`` (unpinned ones are left out):
     setup.py's ``install_requires`` (what ``pip install -e .`` installs) and requirements.txt."""
-    from packaging.requirements import InvalidRequirement, Requirement as Spec
+    from packaging.requirements import InvalidRequirement
+    from packaging.requirements import Requirement as Spec
 
     texts: list[tuple[str, str]] = []
     setup = root / "setup.py"
@@ -263,7 +277,9 @@ def version_results(root: Path, python: str | None = None) -> list[Result]:
     results = []
     for package, package_pins in sorted(by_package.items()):
         stated = ", ".join(f"{package}{pin.specifier} ({pin.source})" for pin in package_pins)
-        requirement = Requirement(" + ".join(dict.fromkeys(pin.source for pin in package_pins)), stated, lambda tree: None)
+        requirement = Requirement(
+            " + ".join(dict.fromkeys(pin.source for pin in package_pins)), stated, lambda tree: None
+        )
         version = versions.get(package)
         if version is None:
             problem = f"{package} is not installed"
@@ -313,21 +329,28 @@ def report(root: Path, results: list[Result], python: str | None = None) -> str:
     conflicts = sum(not result.ok for result in versions)
     pinned = f", {conflicts} of {len(versions)} pinned versions not as pinned" if versions else ""
     if missing or conflicts:
-        lines.append(f"{missing} of {len(hooks)} missing{pinned}: backend=verl jobs cannot run this checkout"
-                     + (" with this Python" if conflicts else ""))
+        lines.append(
+            f"{missing} of {len(hooks)} missing{pinned}: backend=verl jobs cannot run this checkout"
+            + (" with this Python" if conflicts else "")
+        )
     else:
-        lines.append(f"all {len(hooks)} present{', every pinned version as pinned' if versions else ''}: "
-                     "backend=verl jobs can run this checkout unmodified")
+        lines.append(
+            f"all {len(hooks)} present{', every pinned version as pinned' if versions else ''}: "
+            "backend=verl jobs can run this checkout unmodified"
+        )
     return "\n".join(lines)
-
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gaca verl-agent", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    check_command = commands.add_parser("check", help="check a verl-agent checkout (exit 0: ready, 2: something missing)")
+    check_command = commands.add_parser(
+        "check", help="check a verl-agent checkout (exit 0: ready, 2: something missing)"
+    )
     check_command.add_argument("path", type=Path, help="the checkout (the folder holding verl/ and agent_system/)")
-    check_command.add_argument("--python", help="the trainer's Python, whose installed versions are checked (default: this one)")
+    check_command.add_argument(
+        "--python", help="the trainer's Python, whose installed versions are checked (default: this one)"
+    )
     args = parser.parse_args(argv)
     root = args.path.expanduser().resolve()
     if not root.is_dir():

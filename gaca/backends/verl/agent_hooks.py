@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
 from contextvars import ContextVar
 from enum import Enum
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from gaca.backends.verl.imports import when_imported
 from gaca.backends.verl.options import ESTIMATOR_METHODS

@@ -31,8 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     overrides = sys.argv[1:] if argv is None else argv
     root = checkout_root()
     if root is None:
-        print("gaca.backends.verl.agent_main: no `verl` package is importable; install verl-agent or run from its checkout",
-              file=sys.stderr)
+        print(
+            "gaca.backends.verl.agent_main: no `verl` package is importable; install verl-agent or run from its "
+            "checkout",
+            file=sys.stderr,
+        )
         return 2
     if (problem := command_line_problem(root, overrides)) is not None:
         print(f"gaca.backends.verl.agent_main: {problem}", file=sys.stderr)

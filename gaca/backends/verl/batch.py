@@ -146,7 +146,11 @@ def read_step_rows(
             rows = inverse = np.arange(len(step))
         else:
             _check_copies(
-                rows, inverse, traj, step, {"uid": group, "rewards": reward, "is_action_valid": invalid, "anchor_obs": anchor}
+                rows,
+                inverse,
+                traj,
+                step,
+                {"uid": group, "rewards": reward, "is_action_valid": invalid, "anchor_obs": anchor},
             )
     else:
         step = rollout_order_steps(traj_codes)
@@ -157,7 +161,9 @@ def read_step_rows(
             return values
         return values[torch.from_numpy(rows).to(values.device)] if isinstance(values, torch.Tensor) else values[rows]
 
-    return StepRows(take(group), take(traj), take(step), take(reward), take(invalid), take(anchor), take(nll), rows, inverse)
+    return StepRows(
+        take(group), take(traj), take(step), take(reward), take(invalid), take(anchor), take(nll), rows, inverse
+    )
 
 
 def _distinct_steps(traj_codes: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

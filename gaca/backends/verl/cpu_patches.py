@@ -25,9 +25,10 @@ Only the standard library is imported here; ``install`` gets ``when_imported`` f
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 CPU_FLAG = "GACA_VERL_CPU"
 """Set to 1 in the job's environment: the ``sitecustomize`` of ``SITE_DIR`` then calls ``install``."""
@@ -79,8 +80,11 @@ def patch_torch(torch: ModuleType) -> None:
         cpu.mem_get_info = lambda *args, **kwargs: (0, 0)
     if not hasattr(cpu, "get_device_name"):
         cpu.get_device_name = lambda *args, **kwargs: "cpu"
-    for name, function in (("get_rng_state", torch.get_rng_state), ("set_rng_state", torch.set_rng_state),
-                           ("manual_seed", torch.manual_seed)):
+    for name, function in (
+        ("get_rng_state", torch.get_rng_state),
+        ("set_rng_state", torch.set_rng_state),
+        ("manual_seed", torch.manual_seed),
+    ):
         if not hasattr(cpu, name):
             setattr(cpu, name, lambda *args, _function=function, **kwargs: _function(*args))
     setattr(torch, PATCHED, True)

@@ -107,7 +107,9 @@ class ServedEnvironments:
         if len(text_actions) != len(self.episodes):
             raise ValueError(f"{len(text_actions)} actions for {len(self.episodes)} environments")
         alive = list(self.envs.alive)
-        actions = [self.command(text, self.observations[k]) if alive[k] else None for k, text in enumerate(text_actions)]
+        actions = [
+            self.command(text, self.observations[k]) if alive[k] else None for k, text in enumerate(text_actions)
+        ]
         results = self.envs.step(actions)
         penalty = self.run.env.invalid_penalty
         rewards = np.zeros(len(self.episodes), dtype=np.float32)

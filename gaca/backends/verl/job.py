@@ -30,9 +30,10 @@ import re
 import shlex
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from gaca.backends.config import RunConfig, verl_environment
 from gaca.backends.verl.options import gigpo_options
@@ -156,7 +157,10 @@ class VerlJob:
         lines = [f"cd {shell_word(self.cwd)} &&{limit} \\"]
         lines += [f"  {name}={shell_word(value)} \\" for name, value in self.env.items()]
         lines.append("  " + " ".join(shell_word(part) for part in self.command) + (" \\" if self.overrides else ""))
-        lines += [f"    {shell_word(o)}" + (" \\" if i < len(self.overrides) - 1 else "") for i, o in enumerate(self.overrides)]
+        lines += [
+            f"    {shell_word(o)}" + (" \\" if i < len(self.overrides) - 1 else "")
+            for i, o in enumerate(self.overrides)
+        ]
         return "\n".join(lines)
 
 
@@ -278,8 +282,10 @@ def verl_overrides(run: RunConfig, run_key: str, gpus: int, cpu: bool = False) -
         ("actor_rollout_ref.actor.optim.weight_decay", trainer.weight_decay),
         ("actor_rollout_ref.actor.ppo_epochs", trainer.ppo_epochs),
         ("actor_rollout_ref.actor.ppo_mini_batch_size", trainer.minibatch_size),
-        ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
-         backend.micro_batch_size_per_gpu or recipe.micro_batch_size_per_gpu),
+        (
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+            backend.micro_batch_size_per_gpu or recipe.micro_batch_size_per_gpu,
+        ),
         ("actor_rollout_ref.actor.clip_ratio", trainer.clip_ratio),
         ("actor_rollout_ref.actor.clip_ratio_low", trainer.clip_ratio),
         ("actor_rollout_ref.actor.clip_ratio_high", trainer.clip_ratio),

@@ -66,11 +66,19 @@ def launch(run: RunConfig, resolved: dict[str, Any]) -> TrainResult:
         if verl_environment(run) == "gaca":
             prepare_served(run, key)
         logger.log_text(job.shell() + "\n", "verl/command.sh")
-        print(f"gaca job: verl trainer for run {key} (MLflow run {logger.run_id}):\n{job.shell()}", file=sys.stderr, flush=True)
+        print(
+            f"gaca job: verl trainer for run {key} (MLflow run {logger.run_id}):\n{job.shell()}",
+            file=sys.stderr,
+            flush=True,
+        )
         code = run_trainer(job)
         if code != 0:
-            raise TrainerFailed(f"the verl trainer exited with status {code} (run {key}); its output is in this job's log")
-        published = publish_contract_metrics(MlflowClient(tracking_uri=opened.uri), logger.run_id, run.trainer.iterations)
+            raise TrainerFailed(
+                f"the verl trainer exited with status {code} (run {key}); its output is in this job's log"
+            )
+        published = publish_contract_metrics(
+            MlflowClient(tracking_uri=opened.uri), logger.run_id, run.trainer.iterations
+        )
         if published.final is None:
             print(f"gaca job: {FINAL_METRIC} not logged: {published.missing_final}", file=sys.stderr, flush=True)
         else:
@@ -100,8 +108,9 @@ def run_trainer(job: VerlJob) -> int:
 
     It gets its own process group, so that stopping it also stops what it started (Ray, vLLM).
     """
-    process = subprocess.Popen(job.argv, cwd=job.cwd, env={**os.environ, **job.env}, start_new_session=True,
-                               preexec_fn=job.raise_limits)
+    process = subprocess.Popen(
+        job.argv, cwd=job.cwd, env={**os.environ, **job.env}, start_new_session=True, preexec_fn=job.raise_limits
+    )
     try:
         return process.wait()
     except BaseException:

@@ -12,7 +12,6 @@ Needs verl (``DataProto``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
@@ -65,7 +64,9 @@ def build_layout_batch(
             for t in range(length):
                 rows["uid"].append(f"uid-{task}")
                 rows["traj_uid"].append(f"traj-{task}-{rollout}")
-                rows["anchor_obs"].append(f"You are in room {states[t]} of house {task}. Your task is to: find the key.")
+                rows["anchor_obs"].append(
+                    f"You are in room {states[t]} of house {task}. Your task is to: find the key."
+                )
                 rows["rewards"].append(10.0 if won and t == length - 1 else 0.0)  # ALFWorld: 10 x won
                 rows["is_action_valid"].append(bool(rng.random() > 0.2))
                 rows["step"].append(t)

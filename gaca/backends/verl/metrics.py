@@ -7,8 +7,8 @@ each mapped history, point for point, under the contract's name; the verl names 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
@@ -51,13 +51,19 @@ def publish_contract_metrics(client: MlflowClient, run_id: str, last_step: int) 
         present = {m.step for m in client.get_metric_history(run_id, target)}
         # A resumed verl validates again at the step it resumed from: the newer point of a step wins.
         newest = {m.step: m for m in sorted(client.get_metric_history(run_id, source), key=lambda m: m.timestamp)}
-        batch += [Metric(target, m.value, m.timestamp, step) for step, m in sorted(newest.items()) if step not in present]
+        batch += [
+            Metric(target, m.value, m.timestamp, step) for step, m in sorted(newest.items()) if step not in present
+        ]
     for start in range(0, len(batch), MAX_METRICS_PER_CALL):
         client.log_batch(run_id, metrics=batch[start : start + MAX_METRICS_PER_CALL])
     curve = sorted({m.step: m.value for m in client.get_metric_history(run_id, EVAL_SUCCESS)}.items())
     if not curve:
-        return Published([], None, "verl logged no val/success_rate: validation was off (trainer.test_freq) or "
-                                   "the environment manager reported no success")
+        return Published(
+            [],
+            None,
+            "verl logged no val/success_rate: validation was off (trainer.test_freq) or "
+            "the environment manager reported no success",
+        )
     step, value = curve[-1]
     if step != last_step:
         return Published(curve, None, f"the last validation was at step {step}, not at the last step {last_step}")

@@ -12,9 +12,9 @@ is outside the ``algorithm`` node.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Callable
+from typing import Any
 
 from omegaconf import OmegaConf
 
@@ -82,17 +82,31 @@ def _gigpo_family(spec: EstimatorSpec) -> bool:
 TRAINER_OPTIONS: tuple[TrainerOption, ...] = (
     TrainerOption("algorithm.gamma", 1.0, lambda spec: "gamma" in spec.reads, "gamma"),
     TrainerOption("algorithm.gigpo.step_advantage_w", 1.0, lambda spec: "step_weight" in spec.reads, "step_weight"),
-    TrainerOption("algorithm.gigpo.mode", "mean_norm", _gigpo_family, "norm",
-                  {"mean_std_norm": "mean_std", "mean_norm": "mean"}),
-    TrainerOption("algorithm.norm_adv_by_std_in_grpo", True, lambda spec: not _gigpo_family(spec), "norm",
-                  {True: "mean_std", False: "mean"}),
-    TrainerOption("algorithm.gigpo.enable_similarity", False, _gigpo_family,
-                  refused="gaca's anchor groups are exact matches of the anchor observation and no algorithm.gaca "
-                          "option groups similar ones: set it to false"),
-    TrainerOption("algorithm.use_kl_in_reward", False, lambda spec: True,
-                  refused="gaca's estimators read the step rewards (non_tensor_batch['rewards']), not the "
-                          "KL-penalised token_level_rewards: set it to false and use the KL loss "
-                          "(actor_rollout_ref.actor.use_kl_loss, kl_loss_coef; trainer.kl_coef in a run config)"),
+    TrainerOption(
+        "algorithm.gigpo.mode", "mean_norm", _gigpo_family, "norm", {"mean_std_norm": "mean_std", "mean_norm": "mean"}
+    ),
+    TrainerOption(
+        "algorithm.norm_adv_by_std_in_grpo",
+        True,
+        lambda spec: not _gigpo_family(spec),
+        "norm",
+        {True: "mean_std", False: "mean"},
+    ),
+    TrainerOption(
+        "algorithm.gigpo.enable_similarity",
+        False,
+        _gigpo_family,
+        refused="gaca's anchor groups are exact matches of the anchor observation and no algorithm.gaca "
+        "option groups similar ones: set it to false",
+    ),
+    TrainerOption(
+        "algorithm.use_kl_in_reward",
+        False,
+        lambda spec: True,
+        refused="gaca's estimators read the step rewards (non_tensor_batch['rewards']), not the "
+        "KL-penalised token_level_rewards: set it to false and use the KL loss "
+        "(actor_rollout_ref.actor.use_kl_loss, kl_loss_coef; trainer.kl_coef in a run config)",
+    ),
 )
 """Every option verl-agent's GiGPO and GRPO read (``compute_advantage`` in its ray_trainer.py)
 besides the estimator's name; ``algorithm.gigpo.similarity_thresh`` counts only with

@@ -41,8 +41,9 @@ def check_trainer(run: RunConfig, job: VerlJob) -> None:
         raise TrainerUnavailable(f"{key}={python} is not an executable on this machine; {SETUP_HINT}")
     env = {**os.environ, **job.env}
     try:
-        probe = subprocess.run([python, "-c", PROBE], cwd=job.cwd, env=env, capture_output=True, text=True,
-                               timeout=IMPORT_CHECK_S)
+        probe = subprocess.run(
+            [python, "-c", PROBE], cwd=job.cwd, env=env, capture_output=True, text=True, timeout=IMPORT_CHECK_S
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         raise TrainerUnavailable(f"{key}={python} does not run: {error}") from None
     if probe.returncode != 0:

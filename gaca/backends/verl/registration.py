@@ -9,9 +9,10 @@ context variable, to the registered estimator that verl's own dispatch then call
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from contextvars import ContextVar
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 

@@ -133,4 +133,3 @@ class AlfworldFamily(EnvFamily[HouseholdTask | Path, AlfworldEnv]):
         vocabulary = {w for piece in text for w in words(normalise(piece))} | names
         vocabulary |= {str(n) for n in range(1, largest_number + 1)}
         return sorted(vocabulary)
-

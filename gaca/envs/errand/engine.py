@@ -177,7 +177,9 @@ class ErrandEnv(Env):
         if self.position == START:
             lying = [n for o, n in enumerate(self.task.objects) if self.at_start[o]]
             parts.append(f"on the {name} , you see {_listing(lying)} .")
-        way_on = self.task.ends if self.position == START and len(self.task.ends) > 1 else (self.places[self.position + 1],)
+        way_on = (
+            self.task.ends if self.position == START and len(self.task.ends) > 1 else (self.places[self.position + 1],)
+        )
         parts.append(f"the way on leads to {' , '.join(way_on)} .")
         if self.show_held and self.position != START:
             parts.append(self._inventory(0)[0])

@@ -9,9 +9,9 @@ from gaca.envs.base import EnvFamily, PriorChoice
 from gaca.envs.errand.engine import ErrandEnv
 from gaca.envs.errand.knobs import PRESETS
 from gaca.envs.errand.world import ErrandTask, generate_task, vocabulary_names
-from gaca.envs.household.lexicon import GOAL_TYPES, OBJECT_TYPES
 from gaca.envs.families import FAMILIES
 from gaca.envs.household import commands
+from gaca.envs.household.lexicon import GOAL_TYPES, OBJECT_TYPES
 from gaca.envs.text import words
 
 _FIXED_TEXT = (

@@ -42,6 +42,7 @@ class ErrandKnobs:
         check_int("num_side", self.num_side, 0, 4)
         check_int("show_held", self.show_held, 0, 1)
         from gaca.envs.errand.world import WALK_NAMES  # noqa: PLC0415  (world imports this module)
+
         if (self.num_goals + self.num_side) * self.route_length > len(WALK_NAMES):
             raise ValueError(
                 f"env.knobs: (num_goals + num_side) x route_length receptacles must be at most {len(WALK_NAMES)} "
@@ -51,9 +52,15 @@ class ErrandKnobs:
 
 
 PRESETS = {
-    "easy": ErrandKnobs(num_choices=3, route_length=6, num_goals=3, num_side=1, num_types=8, show_held=1, prior_accuracy=0.5),
-    "long": ErrandKnobs(num_choices=3, route_length=12, num_goals=3, num_side=1, num_types=8, show_held=1, prior_accuracy=0.5),
-    "paper": ErrandKnobs(num_choices=4, route_length=24, num_goals=3, num_side=2, num_types=12, show_held=1, prior_accuracy=0.5),
+    "easy": ErrandKnobs(
+        num_choices=3, route_length=6, num_goals=3, num_side=1, num_types=8, show_held=1, prior_accuracy=0.5
+    ),
+    "long": ErrandKnobs(
+        num_choices=3, route_length=12, num_goals=3, num_side=1, num_types=8, show_held=1, prior_accuracy=0.5
+    ),
+    "paper": ErrandKnobs(
+        num_choices=4, route_length=24, num_goals=3, num_side=2, num_types=12, show_held=1, prior_accuracy=0.5
+    ),
 }
 """Optimal episodes take route_length + 3 steps: easy 9, long (the ablation default, horizon 40) 15,
 paper 27 (ALFWorld-length episodes at horizon 50)."""

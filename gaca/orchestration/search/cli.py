@@ -10,7 +10,13 @@ from typing import Any
 
 from gaca.orchestration.plan import PlannedRun
 from gaca.orchestration.search.config import (
-    BLOCK, SEARCH_DIR, SEARCH_PREFIX, SET_BY_SEARCH, SearchConfig, load_search, trial_overrides,
+    BLOCK,
+    SEARCH_DIR,
+    SEARCH_PREFIX,
+    SET_BY_SEARCH,
+    SearchConfig,
+    load_search,
+    trial_overrides,
 )
 
 
@@ -19,7 +25,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="gaca search", description="Optuna over the gate (conf/search/NAME.yaml).")
     parser.add_argument("name", help=f"the search config: {known}")
     parser.add_argument(
-        "overrides", nargs="*",
+        "overrides",
+        nargs="*",
         help="run overrides for every trial (e.g. env=shop), launcher=slurm, hydra.launcher.*, search.KEY=VALUE",
     )
     parser.add_argument("--trials", type=int, help="trials the study should have ended with (a rerun continues)")

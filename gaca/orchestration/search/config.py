@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from omegaconf import OmegaConf
 
@@ -47,8 +47,12 @@ class SearchConfig:
 
 
 def load_search(
-    name: str, overrides: list[str] = (), trials: int | None = None, workers: int | None = None,
-    study: str | None = None, storage: str | None = None,
+    name: str,
+    overrides: list[str] = (),
+    trials: int | None = None,
+    workers: int | None = None,
+    study: str | None = None,
+    storage: str | None = None,
 ) -> SearchConfig:
     """The search config; ``overrides`` are ``search.KEY=VALUE`` (e.g. ``search.seeds=[0,1]``)."""
     path = SEARCH_DIR / f"{name}.yaml"

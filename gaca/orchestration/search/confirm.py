@@ -12,8 +12,9 @@ other, so a rerun skips the finished ones.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from gaca.orchestration.search.config import BLOCK, SearchConfig, trial_overrides
 
@@ -90,7 +91,9 @@ def finalists(study: Any, count: int) -> list[Any]:
     return sorted(complete, key=lambda t: (-t.value, t.number))[:count]
 
 
-def confirm(search: SearchConfig, study: Any, session: Any, run_overrides: list[str], uri: str, experiment: str) -> list[Confirmed]:
+def confirm(
+    search: SearchConfig, study: Any, session: Any, run_overrides: list[str], uri: str, experiment: str
+) -> list[Confirmed]:
     """Train the finalists and the default gate on the fresh seeds (skipping finished runs) and
     pair them; [] when confirmation is off (``confirm.seeds: 0``) or no trial completed. Raises
     RuntimeError naming the runs that failed."""
@@ -108,8 +111,11 @@ def confirm(search: SearchConfig, study: Any, session: Any, run_overrides: list[
     runs = plan(items, session.compose)
     attach_states(runs, recorded_runs(uri, experiment))
     todo = [run for run in runs if run.state != DONE]
-    print(f"confirming trials {', '.join(str(t.number) for t in chosen)} and the default gate on fresh seeds "
-          f"{list(seeds)}: {len(todo)} of {len(runs)} runs to train", flush=True)
+    print(
+        f"confirming trials {', '.join(str(t.number) for t in chosen)} and the default gate on fresh seeds "
+        f"{list(seeds)}: {len(todo)} of {len(runs)} runs to train",
+        flush=True,
+    )
     if todo:
         pool = JobPool(session.launcher(run_job), session.parallel_jobs)
         first_job = len(study.trials) * len(search.seeds)  # after every trial's job folders of this invocation
@@ -119,10 +125,15 @@ def confirm(search: SearchConfig, study: Any, session: Any, run_overrides: list[
             failed += [key for key, outcome in pool.poll() if not outcome.ok]
             time.sleep(POLL_S)
         if failed:
-            raise RuntimeError(f"{len(failed)} confirmation run(s) failed (run keys {', '.join(failed)}); rerun to retry")
+            raise RuntimeError(
+                f"{len(failed)} confirmation run(s) failed (run keys {', '.join(failed)}); rerun to retry"
+            )
     recorded = recorded_runs(uri, experiment)
     finals = [recorded[run.key].final_success if run.key in recorded else None for run in runs]
     if any(value is None for value in finals):
         raise RuntimeError("a confirmation run logged no final metric")
     per_config = {name: tuple(finals[i * len(seeds) : (i + 1) * len(seeds)]) for i, name in enumerate(configs)}
-    return [Confirmed(t.number, dict(t.params), float(t.value), per_config[str(t.number)], per_config["default"]) for t in chosen]
+    return [
+        Confirmed(t.number, dict(t.params), float(t.value), per_config[str(t.number)], per_config["default"])
+        for t in chosen
+    ]

@@ -124,10 +124,12 @@ class Search:
             return
         self.active[trial.number] = TrialInFlight(trial, runs, reported=reported)
         first_job = trial.number * len(self.search.seeds)  # Hydra's job number: one job folder per run
-        self.pool.add([
-            ((trial.number, seed), first_job + position, self.session.job_overrides(run.overrides))
-            for position, (seed, run) in enumerate(runs.items())
-        ])
+        self.pool.add(
+            [
+                ((trial.number, seed), first_job + position, self.session.job_overrides(run.overrides))
+                for position, (seed, run) in enumerate(runs.items())
+            ]
+        )
         print(f"[{self.clock()}] trial {trial.number} started: {shown}")
 
     def step(self) -> None:
@@ -136,7 +138,9 @@ class Search:
                 self.active[number].outcomes[seed] = outcome
         for flight in list(self.active.values()):
             ended = flight.ended()  # a trial whose runs all ended is told, not pruned
-            flight.reported, prune = report_progress(flight.trial, self.reader.histories(flight), flight.reported, not ended)
+            flight.reported, prune = report_progress(
+                flight.trial, self.reader.histories(flight), flight.reported, not ended
+            )
             if prune:
                 self.prune(flight)
             elif ended:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from gaca.contract import EVAL_SUCCESS_RATE, FINAL_EVAL_SUCCESS_RATE, TAG_STUDY, TAG_TRIAL
 from gaca.orchestration.dispatch import Outcome

@@ -4,7 +4,8 @@ trial) and, at the end, the optimisation history plot, in ``reports/search/<stud
 from __future__ import annotations
 
 import csv
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import OmegaConf
 

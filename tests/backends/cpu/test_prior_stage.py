@@ -16,7 +16,12 @@ def _build(compose_run, tmp_path, capsys, *overrides):
 
 def test_the_prior_stage_goes_on_while_a_pivot_is_below_its_target(compose_run, tmp_path, capsys):
     run, family, policy, updates, reached = _build(
-        compose_run, tmp_path, capsys, "env.knobs.prior_accuracy=1.0", "trainer.bc.prior_steps=20", "trainer.bc.prior_max_steps=70"
+        compose_run,
+        tmp_path,
+        capsys,
+        "env.knobs.prior_accuracy=1.0",
+        "trainer.bc.prior_steps=20",
+        "trainer.bc.prior_max_steps=70",
     )
     assert updates == 70  # 20 updates leave both pivots far below 0.95, so it went on up to the cap
     check = family.prior_choices(family.train_task_ids[:PRIOR_CHECK_TASKS])
@@ -26,10 +31,21 @@ def test_the_prior_stage_goes_on_while_a_pivot_is_below_its_target(compose_run, 
 
 def test_without_headroom_the_prior_stage_runs_exactly_prior_steps(compose_run, tmp_path, capsys):
     *_, updates, _ = _build(
-        compose_run, tmp_path, capsys, "env.knobs.prior_accuracy=1.0", "trainer.bc.prior_steps=20", "trainer.bc.prior_max_steps=0"
+        compose_run,
+        tmp_path,
+        capsys,
+        "env.knobs.prior_accuracy=1.0",
+        "trainer.bc.prior_steps=20",
+        "trainer.bc.prior_max_steps=0",
     )
     assert updates == 20
     *_, updates, _ = _build(
-        compose_run, tmp_path, capsys, "env.knobs.prior_accuracy=0.05", "trainer.bc.prior_steps=20", "trainer.bc.prior_max_steps=500", "seed=1"
+        compose_run,
+        tmp_path,
+        capsys,
+        "env.knobs.prior_accuracy=0.05",
+        "trainer.bc.prior_steps=20",
+        "trainer.bc.prior_max_steps=500",
+        "seed=1",
     )
     assert updates == 20  # a target of 0.05 is met at once (chance is 1/3 and 1/2)

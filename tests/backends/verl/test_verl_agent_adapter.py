@@ -82,7 +82,9 @@ def test_verl_agent_conventions_reach_the_estimator_with_the_invalid_flags(layou
     add_step_index(batch.data)
     algorithm = OmegaConf.create({"adv_estimator": estimator, "gaca": {"conventions": "verl_agent"}})
     out = compute_batch_advantages(batch.data, estimator, algorithm).batch["advantages"]
-    torch.testing.assert_close(out, batch.reference(AdvantageConfig(method=method, conventions="verl_agent")), rtol=0, atol=0)
+    torch.testing.assert_close(
+        out, batch.reference(AdvantageConfig(method=method, conventions="verl_agent")), rtol=0, atol=0
+    )
     spec = batch.reference(AdvantageConfig(method=method))
     assert not torch.equal(out, spec)  # the batch has invalid actions and mixed lengths: the conventions matter
 
@@ -95,7 +97,9 @@ def test_random_detector_draws_a_new_permutation_every_training_step(layout_batc
     advantages = {}
     for step in (1, 2, 1):
         add_step_index(data, global_step=step)
-        advantages.setdefault(step, []).append(compute_batch_advantages(data, "gaca", algorithm).batch["advantages"].clone())
+        advantages.setdefault(step, []).append(
+            compute_batch_advantages(data, "gaca", algorithm).batch["advantages"].clone()
+        )
     assert torch.equal(advantages[1][0], advantages[1][1])  # reproducible per step
     assert not torch.equal(advantages[1][0], advantages[2][0])  # fresh per step
     expected = layout_batch(num_tasks=2, group_size=4, max_steps=8, seed=12).reference(

@@ -42,10 +42,12 @@ def verl_agent(tmp_path: Path, request) -> SimpleNamespace:
 
 def train(verl_agent: SimpleNamespace, estimator: str, steps: int = 2, **gaca_options):
     """The stand-in trainer's fit on fresh layout batches (seed = training step); the trainer and its config."""
-    config = OmegaConf.create({
-        "algorithm": {"adv_estimator": estimator, "gamma": 0.95, "gaca": gaca_options},
-        "trainer": {"total_training_steps": steps},
-    })
+    config = OmegaConf.create(
+        {
+            "algorithm": {"adv_estimator": estimator, "gamma": 0.95, "gaca": gaca_options},
+            "trainer": {"total_training_steps": steps},
+        }
+    )
     made = []
 
     def make_batch(is_train: bool):
@@ -75,7 +77,9 @@ def test_the_hooks_run_the_estimator_without_a_critic_on_stamped_steps(verl_agen
         assert batch.non_tensor_batch["step"].tolist() == layout.step.tolist()
         assert batch.meta_info["global_steps"] == step
         method = ESTIMATOR_METHODS[estimator]
-        expected = layout.reference(AdvantageConfig(method=method, gamma=0.95, detector="random", seed=3).reseeded(step))
+        expected = layout.reference(
+            AdvantageConfig(method=method, gamma=0.95, detector="random", seed=3).reseeded(step)
+        )
         torch.testing.assert_close(batch.batch["advantages"], expected, rtol=0, atol=0)
     assert "step" not in trainer.validation.non_tensor_batch  # validation rollouts are left alone
     assert "multi_turn_loop" not in vars(trainer.traj_collector)  # the collector is itself again after fit
@@ -102,7 +106,13 @@ def test_ray_init_gets_the_worker_setup_hook():
     ray.init(num_cpus=4, runtime_env={"env_vars": {"NCCL_DEBUG": "WARN"}})
     ray.init()
     assert calls == [
-        {"num_cpus": 4, "runtime_env": {"env_vars": {"NCCL_DEBUG": "WARN"}, "worker_process_setup_hook": agent_hooks.WORKER_SETUP_HOOK}},
+        {
+            "num_cpus": 4,
+            "runtime_env": {
+                "env_vars": {"NCCL_DEBUG": "WARN"},
+                "worker_process_setup_hook": agent_hooks.WORKER_SETUP_HOOK,
+            },
+        },
         {"runtime_env": {"worker_process_setup_hook": agent_hooks.WORKER_SETUP_HOOK}},
     ]
     with pytest.raises(ValueError, match="worker_process_setup_hook is 'other.setup'"):

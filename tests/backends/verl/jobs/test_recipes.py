@@ -74,8 +74,12 @@ RECIPES: dict[str, tuple[object, object, str]] = {
     "actor_rollout_ref.actor.grad_clip": (1.0, 1.0, CONFIG),
     "actor_rollout_ref.rollout.temperature": (1.0, 1.0, CONFIG),
 }
-GRPO_RECIPE: dict[str, object] = {"algorithm.norm_adv_by_std_in_grpo": True, "actor_rollout_ref.actor.ppo_mini_batch_size": 64}
-"""verl-agent's GRPO WebShop recipe (examples/grpo_trainer/run_webshop.sh) where it differs from the GiGPO one: it keeps the std (its config
+GRPO_RECIPE: dict[str, object] = {
+    "algorithm.norm_adv_by_std_in_grpo": True,
+    "actor_rollout_ref.actor.ppo_mini_batch_size": 64,
+}
+"""verl-agent's GRPO WebShop recipe (examples/grpo_trainer/run_webshop.sh) where it differs from the
+GiGPO one: it keeps the std (its config
 default) and has no GiGPO options; the mini-batch is WebShop's 64 in both."""
 ENVIRONMENT = {"VLLM_ATTENTION_BACKEND": ("XFORMERS", "XFORMERS")}
 """Variables both GiGPO scripts export."""
@@ -138,7 +142,9 @@ def test_each_family_gets_its_recipes_data_folder_processes_and_variables(column
     job = build_job(run, run_key(resolved), "sqlite:///mlflow.db", "0123abcd", launcher_gpus=2)
     assert run.backend.data_dir == DATA_DIRS[column]
     assert job_values(method, family)["data.val_files"] == str(Path(DATA_DIRS[column]).expanduser() / "test.parquet")
-    assert {name: job.env.get(name) for name in ENVIRONMENT} == {name: values[column] for name, values in ENVIRONMENT.items()}
+    assert {name: job.env.get(name) for name in ENVIRONMENT} == {
+        name: values[column] for name, values in ENVIRONMENT.items()
+    }
     assert job.max_user_processes == MAX_USER_PROCESSES[column]
     assert ("ulimit -u 65536 &&" in job.shell()) == (family == "shop")
 
@@ -149,8 +155,10 @@ def test_the_two_families_differ_exactly_where_their_recipes_do():
         recipe_differs = {key for key, (alfworld, webshop, _) in RECIPES.items() if alfworld != webshop}
         differing = {key for key in RECIPES if household.get(key) != shop.get(key)}
         assert differing == recipe_differs
-    assert {key for key, (a, w, _) in RECIPES.items() if a != w} >= {"actor_rollout_ref.actor.ppo_mini_batch_size",
-                                                                       "algorithm.gigpo.mode"}
+    assert {key for key, (a, w, _) in RECIPES.items() if a != w} >= {
+        "actor_rollout_ref.actor.ppo_mini_batch_size",
+        "algorithm.gigpo.mode",
+    }
 
 
 def test_the_command_line_still_wins_over_the_family_recipe():

@@ -34,14 +34,28 @@ def test_verl_is_another_run_but_placement_fields_are_not_identity():
     _, verl = compose_run("backend=verl", "env=household", "trainer=paper", "model=path", "model.path=/models/x")
     assert run_key(cpu) != run_key(verl)
     _, placed = compose_run(
-        *PAPER[:1], "env=household", "trainer=paper", "model=path", "model.path=/models/x",
-        "backend.gpus_per_node=8", "backend.nnodes=2", "backend.data_dir=/data/elsewhere",
-        "backend.verl_agent_dir=/src/verl-agent", "backend.trainer_command=[python,other.py]",
-        "+backend.env_vars.NCCL_DEBUG=WARN", "backend.micro_batch_size_per_gpu=4",
+        *PAPER[:1],
+        "env=household",
+        "trainer=paper",
+        "model=path",
+        "model.path=/models/x",
+        "backend.gpus_per_node=8",
+        "backend.nnodes=2",
+        "backend.data_dir=/data/elsewhere",
+        "backend.verl_agent_dir=/src/verl-agent",
+        "backend.trainer_command=[python,other.py]",
+        "+backend.env_vars.NCCL_DEBUG=WARN",
+        "backend.micro_batch_size_per_gpu=4",
     )
     assert run_key(placed) == run_key(verl)
-    _, longer = compose_run("backend=verl", "env=household", "trainer=paper", "model=path", "model.path=/models/x",
-                            "backend.max_response_length=1024")
+    _, longer = compose_run(
+        "backend=verl",
+        "env=household",
+        "trainer=paper",
+        "model=path",
+        "model.path=/models/x",
+        "backend.max_response_length=1024",
+    )
     assert run_key(longer) != run_key(verl)
 
 
@@ -58,8 +72,17 @@ def test_verl_backend_takes_the_paper_horizon_of_each_family_unless_overridden()
         (["backend=verl", "env=household", "trainer=paper"], "model=path model.path="),
         (["backend=verl", "env=household", "trainer=paper", "model=small"], "model=small"),
         (["backend=verl", "env=household", "model=path", "model.path=/m"], "trainer.init=bc"),
-        (["backend=verl", "env=household", "trainer=paper", "model=path", "model.path=/m", "trainer.clip_ratio_c=null"],
-         "trainer.clip_ratio_c"),
+        (
+            [
+                "backend=verl",
+                "env=household",
+                "trainer=paper",
+                "model=path",
+                "model.path=/m",
+                "trainer.clip_ratio_c=null",
+            ],
+            "trainer.clip_ratio_c",
+        ),
         (["backend.name=gpu"], "backend.name must be one of ['cpu', 'verl']"),
         (["backend=verl", "env=household", *PAPER[1:], "backend.nnodes=0"], "backend.nnodes"),
         (["backend=verl", "env=household", *PAPER[1:], "backend.trainer_command=[]"], "backend.trainer_command"),

@@ -30,12 +30,21 @@ def test_a_complete_checkout_passes_every_item_in_under_10_seconds(tmp_path: Pat
 @pytest.mark.parametrize(
     ("path", "old", "new", "problem"),
     [
-        (RAY_TRAINER, "def compute_advantage(", "def compute_advantages(", "no module-level function compute_advantage"),
-        (ROLLOUT, ", is_train=True):", "):", "TrajectoryCollector.multi_turn_loop('self', 'gen_batch', "
-         "'actor_rollout_wg', 'envs') has no is_train parameter"),
-        (RAY_TRAINER, "self.use_critic = ", "self.critic = ",
-         "RayPPOTrainer.__init__ does not set self.use_critic"),
-        (RAY_TRAINER, "    GiGPO = \"gigpo\"\n", "", "AdvantageEstimator has no member equal to 'gigpo'"),
+        (
+            RAY_TRAINER,
+            "def compute_advantage(",
+            "def compute_advantages(",
+            "no module-level function compute_advantage",
+        ),
+        (
+            ROLLOUT,
+            ", is_train=True):",
+            "):",
+            "TrajectoryCollector.multi_turn_loop('self', 'gen_batch', "
+            "'actor_rollout_wg', 'envs') has no is_train parameter",
+        ),
+        (RAY_TRAINER, "self.use_critic = ", "self.critic = ", "RayPPOTrainer.__init__ does not set self.use_critic"),
+        (RAY_TRAINER, '    GiGPO = "gigpo"\n', "", "AdvantageEstimator has no member equal to 'gigpo'"),
     ],
 )
 def test_a_missing_function_or_signature_is_named_with_exit_2(tmp_path: Path, path, old, new, problem):
@@ -54,9 +63,15 @@ def test_a_folder_that_is_no_checkout_misses_every_file(tmp_path: Path):
     assert result.stdout.count("file not found") == len(REQUIREMENTS)
 
 
-SETUP_PINS = ["accelerate", "ray[default]>=2.41.0,<=2.50.0", "tensordict>=0.8.0,<=0.10.0,!=0.9.0", "transformers<=4.57.3"]
+SETUP_PINS = [
+    "accelerate",
+    "ray[default]>=2.41.0,<=2.50.0",
+    "tensordict>=0.8.0,<=0.10.0,!=0.9.0",
+    "transformers<=4.57.3",
+]
 REQUIREMENTS_PINS = ["ray[default]", "tensordict<=0.6.2", "transformers==4.51.1", "# vllm==0.8.4"]
-"""verl-agent's pins (upstream 796ed31: setup.py's install_requires and requirements.txt), the packages the check reads."""
+"""verl-agent's pins (upstream 796ed31: setup.py's install_requires and requirements.txt), the packages
+the check reads."""
 
 
 def with_pins(root: Path) -> Path:
@@ -75,8 +90,12 @@ def python_with(root: Path, versions: dict[str, str]) -> Path:
 
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     python = root / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert sysconfig.get_python_version() in purelib
     for name, version in versions.items():
         info = Path(purelib) / f"{name}-{version}.dist-info"
@@ -90,16 +109,29 @@ def python_with(root: Path, versions: dict[str, str]) -> Path:
     [
         ({"ray": "2.49.0", "tensordict": "0.6.2", "transformers": "4.51.1"}, []),
         # gaca's verl extra (verl 0.9.1) installed into verl-agent's environment
-        ({"ray": "2.52.1", "tensordict": "0.6.2", "transformers": "5.5.3"},
-         ["  CONFLICT ray<=2.50.0,>=2.41.0 (setup.py): ray 2.52.1 is installed, which conflicts",
-          "  CONFLICT transformers<=4.57.3 (setup.py), transformers==4.51.1 (requirements.txt): transformers 5.5.3 "
-          "is installed, which conflicts"]),
-        ({"ray": "2.49.0", "transformers": "4.51.1", "tensordict": "0.9.0"},
-         ["  CONFLICT tensordict!=0.9.0,<=0.10.0,>=0.8.0 (setup.py), tensordict<=0.6.2 (requirements.txt): "
-          "tensordict 0.9.0 is installed, which conflicts"]),
-        ({"ray": "2.49.0", "transformers": "4.51.1"},
-         ["  MISSING  tensordict!=0.9.0,<=0.10.0,>=0.8.0 (setup.py), tensordict<=0.6.2 (requirements.txt): "
-          "tensordict is not installed"]),
+        (
+            {"ray": "2.52.1", "tensordict": "0.6.2", "transformers": "5.5.3"},
+            [
+                "  CONFLICT ray<=2.50.0,>=2.41.0 (setup.py): ray 2.52.1 is installed, which conflicts",
+                "  CONFLICT transformers<=4.57.3 (setup.py), transformers==4.51.1 (requirements.txt): transformers "
+                "5.5.3 "
+                "is installed, which conflicts",
+            ],
+        ),
+        (
+            {"ray": "2.49.0", "transformers": "4.51.1", "tensordict": "0.9.0"},
+            [
+                "  CONFLICT tensordict!=0.9.0,<=0.10.0,>=0.8.0 (setup.py), tensordict<=0.6.2 (requirements.txt): "
+                "tensordict 0.9.0 is installed, which conflicts"
+            ],
+        ),
+        (
+            {"ray": "2.49.0", "transformers": "4.51.1"},
+            [
+                "  MISSING  tensordict!=0.9.0,<=0.10.0,>=0.8.0 (setup.py), tensordict<=0.6.2 (requirements.txt): "
+                "tensordict is not installed"
+            ],
+        ),
     ],
 )
 def test_the_trainer_pythons_versions_are_checked_against_the_checkouts_pins(tmp_path: Path, versions, lines):
@@ -115,6 +147,11 @@ def test_the_trainer_pythons_versions_are_checked_against_the_checkouts_pins(tmp
 
 
 def test_a_trainer_python_that_cannot_run_is_one_line(tmp_path: Path):
-    result = gaca("verl-agent", "check", str(with_pins(tmp_path)), "--python", str(tmp_path / "no-python"), cwd=tmp_path)
+    result = gaca(
+        "verl-agent", "check", str(with_pins(tmp_path)), "--python", str(tmp_path / "no-python"), cwd=tmp_path
+    )
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.strip() == f"gaca verl-agent check: --python {tmp_path / 'no-python'} cannot be run: No such file or directory"
+    assert (
+        result.stderr.strip()
+        == f"gaca verl-agent check: --python {tmp_path / 'no-python'} cannot be run: No such file or directory"
+    )

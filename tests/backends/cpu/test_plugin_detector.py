@@ -34,7 +34,13 @@ def test_a_plugin_detector_trains_one_iteration_through_the_cli(tmp_path, tiny_o
     install_plugin(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
-    overrides = [*tiny_overrides, "trainer.iterations=1", "algorithm.detector=halved", f"tracking.uri={uri}", f"output_dir={tmp_path / 'runs'}"]
+    overrides = [
+        *tiny_overrides,
+        "trainer.iterations=1",
+        "algorithm.detector=halved",
+        f"tracking.uri={uri}",
+        f"output_dir={tmp_path / 'runs'}",
+    ]
     done = subprocess.run(
         [sys.executable, "-m", "gaca.cli", "train", *overrides], cwd=tmp_path, env=env, capture_output=True, text=True
     )
@@ -48,7 +54,10 @@ def test_a_plugin_detector_trains_one_iteration_through_the_cli(tmp_path, tiny_o
 def test_an_unknown_detector_is_rejected_naming_the_key_and_the_known_ones(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "gaca.cli", "train", "algorithm.detector=nope", f"output_dir={tmp_path}"],
-        cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     assert done.returncode == 2
     assert "algorithm.detector must be one of ['entropy', 'loo', 'random', 'uniform'], got 'nope'" in done.stderr

@@ -44,8 +44,9 @@ def parse_shell(command: str) -> tuple[str, dict[str, str], list[str]]:
 
 @pytest.mark.timeout(300)
 def test_the_dry_run_prints_every_jobs_exact_command_and_the_gpu_hours(tmp_path: Path, monkeypatch):
-    result = gaca("sweep", "main", *PAPER_SWEEP, "launcher=slurm", "hydra.launcher.gpus_per_node=4", "--dry-run",
-                  cwd=tmp_path)
+    result = gaca(
+        "sweep", "main", *PAPER_SWEEP, "launcher=slurm", "hydra.launcher.gpus_per_node=4", "--dry-run", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     jobs = printed_jobs(out)
@@ -63,8 +64,12 @@ def test_the_dry_run_prints_every_jobs_exact_command_and_the_gpu_hours(tmp_path:
     common = re.search(r"^every run: (.*)$", out, re.MULTILINE)  # the block's settings shared by all its runs
     for number in (0, 17, 35):
         label, key, command = jobs[number]
-        run, resolved = compose_run(*PAPER_SWEEP[:3], *label.split(), *(common[1].split() if common else ()),
-                                    *(o for o in PAPER_SWEEP[3:] if "," not in o))
+        run, resolved = compose_run(
+            *PAPER_SWEEP[:3],
+            *label.split(),
+            *(common[1].split() if common else ()),
+            *(o for o in PAPER_SWEEP[3:] if "," not in o),
+        )
         assert run_key(resolved) == key
         expected = build_job(run, key, f"sqlite:///{tmp_path / 'mlflow.db'}", None, launcher_gpus=4)
         folder, env, argv = parse_shell(command)
@@ -77,8 +82,18 @@ def test_the_dry_run_prints_every_jobs_exact_command_and_the_gpu_hours(tmp_path:
 
 @pytest.mark.timeout(300)
 def test_a_slurm_dry_run_without_gpus_warns(tmp_path: Path):
-    result = gaca("sweep", "main", *PAPER_SWEEP[:3], f"model.path={MODELS[0]}", "seed=0", "env=household",
-                  "algorithm=gaca", "launcher=slurm", "--dry-run", cwd=tmp_path)
+    result = gaca(
+        "sweep",
+        "main",
+        *PAPER_SWEEP[:3],
+        f"model.path={MODELS[0]}",
+        "seed=0",
+        "env=household",
+        "algorithm=gaca",
+        "launcher=slurm",
+        "--dry-run",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(printed_jobs(result.stdout)) == 1
     assert "warning: hydra.launcher.gpus_per_node is not set" in result.stdout

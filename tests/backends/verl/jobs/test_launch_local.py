@@ -42,11 +42,17 @@ def test_the_wrapper_logs_a_verl_run_as_the_contract_says_and_skips_it_once_fini
     assert "eval success by iteration {0: 0.10, 2: 0.14, 4: 0.18, 5: 0.20}" in done.stdout
 
     client, run = only_run(uri)  # verl's logger wrote into the wrapper's run, not a run of its own
-    tags, params, metrics = run.data.tags, run.data.params, run.data.metrics
+    tags, params = run.data.tags, run.data.params
     assert run.info.status == "FINISHED"
-    assert {k: tags[k] for k in ("gaca.block", "gaca.method", "gaca.env", "gaca.seed", "gaca.scale", "gaca.backend")} == {
-        "gaca.block": "adhoc", "gaca.method": "gigpo", "gaca.env": "shop", "gaca.seed": "1",
-        "gaca.scale": "Qwen2.5-1.5B-Instruct", "gaca.backend": "verl",
+    assert {
+        k: tags[k] for k in ("gaca.block", "gaca.method", "gaca.env", "gaca.seed", "gaca.scale", "gaca.backend")
+    } == {
+        "gaca.block": "adhoc",
+        "gaca.method": "gigpo",
+        "gaca.env": "shop",
+        "gaca.seed": "1",
+        "gaca.scale": "Qwen2.5-1.5B-Instruct",
+        "gaca.backend": "verl",
     }
     assert len(tags["gaca.run_key"]) == 16 and tags["gaca.git_commit"]
     # The project's params (dotted) and verl's own (slashed, logged by verl's MLflow logger).
@@ -90,7 +96,9 @@ def test_the_wrapper_logs_a_verl_run_as_the_contract_says_and_skips_it_once_fini
 def test_a_crashed_trainer_fails_the_run_and_a_rerun_resumes_it_in_the_same_mlflow_run(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     overrides = standin_overrides(iterations=4, eval_every=2)
-    crashed = gaca("train", *overrides, "+backend.env_vars.STANDIN_FAIL_AFTER='2'", cwd=tmp_path, MLFLOW_TRACKING_URI=uri)
+    crashed = gaca(
+        "train", *overrides, "+backend.env_vars.STANDIN_FAIL_AFTER='2'", cwd=tmp_path, MLFLOW_TRACKING_URI=uri
+    )
     assert crashed.returncode != 0
     assert "the verl trainer exited with status 3" in crashed.stderr
     client, run = only_run(uri)

@@ -19,7 +19,9 @@ def default():
 def test_the_trainer_tracking_and_backend_defaults_are_the_yaml(default):
     assert asdict(TrainerConfig()) == default["trainer"]
     assert asdict(TrackingConfig()) == default["tracking"]
-    assert {key: value for key, value in asdict(BackendConfig()).items() if key in default["backend"]} == default["backend"]
+    assert {key: value for key, value in asdict(BackendConfig()).items() if key in default["backend"]} == default[
+        "backend"
+    ]
 
 
 def test_the_model_defaults_are_the_yaml(default):

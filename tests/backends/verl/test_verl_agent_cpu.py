@@ -36,14 +36,28 @@ pytestmark = [
 ITERATIONS = 2
 EVAL_TASKS, EPISODES = 2, 1
 SMOKE = [
-    "backend=verl_cpu", "trainer=quick", "trainer.init=scratch", f"trainer.iterations={ITERATIONS}",
-    "trainer.tasks_per_iteration=2", "trainer.group_size=2", f"trainer.num_eval_tasks={EVAL_TASKS}",
-    f"trainer.eval_episodes_per_task={EPISODES}", "trainer.eval_every=1", "trainer.checkpoint_every=1",
-    "env.difficulty=easy", "env.horizon=8",
+    "backend=verl_cpu",
+    "trainer=quick",
+    "trainer.init=scratch",
+    f"trainer.iterations={ITERATIONS}",
+    "trainer.tasks_per_iteration=2",
+    "trainer.group_size=2",
+    f"trainer.num_eval_tasks={EVAL_TASKS}",
+    f"trainer.eval_episodes_per_task={EPISODES}",
+    "trainer.eval_every=1",
+    "trainer.checkpoint_every=1",
+    "env.difficulty=easy",
+    "env.horizon=8",
 ]
 """Two iterations of 2 tasks x 2 episodes, evaluated and checkpointed after each."""
 ESTIMATOR_DIAGNOSTICS = {
-    "gaca": ["diag/criticality_std", "diag/lambda_mean", "diag/lambda_std", "diag/clamp_frac", "diag/nonsingleton_frac"],
+    "gaca": [
+        "diag/criticality_std",
+        "diag/lambda_mean",
+        "diag/lambda_std",
+        "diag/clamp_frac",
+        "diag/nonsingleton_frac",
+    ],
     "gigpo": ["diag/nonsingleton_frac"],
     "grpo": [],
 }
@@ -71,7 +85,12 @@ def assert_contract(client: MlflowClient, run, method: str, tmp_path: Path) -> N
     assert tags[contract.TAG_BACKEND] == "verl" and tags[contract.TAG_METHOD] == method and tags[contract.TAG_RUN_KEY]
     assert run.data.params["trainer.iterations"] == str(ITERATIONS) and run.data.params["backend.device"] == "cpu"
     training = list(range(1, ITERATIONS + 1))
-    for name in (*ESTIMATOR_DIAGNOSTICS[method], contract.TRAIN_SUCCESS_RATE, contract.LOSS_POLICY, contract.PERF_ITERATION_S):
+    for name in (
+        *ESTIMATOR_DIAGNOSTICS[method],
+        contract.TRAIN_SUCCESS_RATE,
+        contract.LOSS_POLICY,
+        contract.PERF_ITERATION_S,
+    ):
         assert steps(client, run_id, name) == training, name
     evaluations = list(range(0, ITERATIONS + 1))
     assert steps(client, run_id, contract.EVAL_SUCCESS_RATE) == evaluations
@@ -103,12 +122,19 @@ def test_verl_agents_trainer_keeps_the_tracking_contract(tmp_path: Path, method:
 @pytest.mark.timeout(1200)
 def test_a_killed_verl_run_resumes_into_the_same_mlflow_run_from_its_checkpoint(tmp_path: Path):
     overrides = [*SMOKE, "trainer.iterations=3", "algorithm=gaca"]
-    process = subprocess.Popen([sys.executable, "-m", "gaca.cli", "train", *overrides], cwd=tmp_path,
-                               env=cli_env(**trainer_env()), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # Ctrl-C reaches it
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gaca.cli", "train", *overrides],
+        cwd=tmp_path,
+        env=cli_env(**trainer_env()),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # Ctrl-C reaches it
     try:
         marker = lambda: next(tmp_path.glob("runs/*/verl/latest_checkpointed_iteration.txt"), None)  # noqa: E731
-        wait_for(lambda: marker() is not None and marker().read_text().strip() == "1", 600, "the step-1 checkpoint", 1.0)
+        wait_for(
+            lambda: marker() is not None and marker().read_text().strip() == "1", 600, "the step-1 checkpoint", 1.0
+        )
     finally:
         process.send_signal(signal.SIGINT)  # Ctrl-C: the job stops the trainer's process group
         process.wait(120)
@@ -128,9 +154,19 @@ def test_a_verl_cpu_job_goes_through_the_local_slurm_cluster(tmp_path: Path):
     block = tmp_path / "blocks" / "verl-cpu.yaml"
     block.parent.mkdir()
     block.write_text("# @package _global_\nblock: verl-cpu\nsweep:\n  - seed: 0\n")
-    done = gaca("sweep", str(block), *SMOKE, "algorithm=gaca", "launcher=slurm", "hydra.launcher.mem_gb=12",
-                "hydra.launcher.cpus_per_task=2", "hydra.launcher.timeout_min=20", cwd=tmp_path, timeout=1140,
-                **trainer_env())
+    done = gaca(
+        "sweep",
+        str(block),
+        *SMOKE,
+        "algorithm=gaca",
+        "launcher=slurm",
+        "hydra.launcher.mem_gb=12",
+        "hydra.launcher.cpus_per_task=2",
+        "hydra.launcher.timeout_min=20",
+        cwd=tmp_path,
+        timeout=1140,
+        **trainer_env(),
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     client, run = only_run(tmp_path)
     assert run.data.tags[contract.TAG_BLOCK] == "verl-cpu"

@@ -31,7 +31,12 @@ def test_run_follows_the_tracking_contract(workdir, compose_run):
     assert record.info.status == "FINISHED" and record.info.run_id == result.run_id
     tags = record.data.tags
     assert tags["gaca.run_key"] == result.run_key
-    assert (tags["gaca.block"], tags["gaca.method"], tags["gaca.env"], tags["gaca.seed"]) == ("adhoc", "gaca", "errand", "1")
+    assert (tags["gaca.block"], tags["gaca.method"], tags["gaca.env"], tags["gaca.seed"]) == (
+        "adhoc",
+        "gaca",
+        "errand",
+        "1",
+    )
     assert tags["gaca.scale"] == "tiny" and tags["gaca.backend"] == "cpu" and tags["gaca.git_commit"]
     params = record.data.params
     assert params["algorithm.lambda0"] == "0.5" and params["trainer.group_size"] == "4" and params["env.horizon"] == "6"
@@ -62,7 +67,9 @@ def test_resume_equals_uninterrupted(workdir, compose_run):
     straight = train(run, resolved, quiet=True)
     weights = {k: v.clone() for k, v in _policy_weights(tmp_path / "straight" / straight.run_key).items()}
 
-    resumed_run, resumed_resolved = compose_run("algorithm=gaca", "output_dir=resumed", "tracking.experiment=resumed", annealed)
+    resumed_run, resumed_resolved = compose_run(
+        "algorithm=gaca", "output_dir=resumed", "tracking.experiment=resumed", annealed
+    )
     with pytest.raises(Stopped):
         train(resumed_run, resumed_resolved, quiet=True, stop_after=2)
     client = MlflowClient(uri)

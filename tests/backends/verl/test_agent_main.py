@@ -20,8 +20,14 @@ def agent_main(checkout: Path, *args: str) -> subprocess.CompletedProcess:
     inherited = os.environ.get("PYTHONPATH")
     path = str(checkout) + (os.pathsep + inherited if inherited else "")
     env = {**os.environ, "PYTHONPATH": path, "RAY_DISABLE_USAGE_STATS": "1"}
-    return subprocess.run([sys.executable, "-m", "gaca.backends.verl.agent_main", *args], cwd=checkout, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "gaca.backends.verl.agent_main", *args],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.slow

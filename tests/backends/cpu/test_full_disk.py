@@ -72,6 +72,9 @@ def test_an_artifact_write_on_a_full_disk_names_the_artifact_and_where_it_went(w
         raise OSError(errno.ENOSPC, "No space left on device", "/store/artifacts/outcomes.json")
 
     monkeypatch.setattr(logger.client, "log_text", full)
-    with pytest.raises(ArtifactWriteError, match=r"^cannot write artifact outcomes.json of MLflow run \w+ to "
-                                                 r"/store/artifacts/outcomes.json \(No space left on device\)"):
+    with pytest.raises(
+        ArtifactWriteError,
+        match=r"^cannot write artifact outcomes.json of MLflow run \w+ to "
+        r"/store/artifacts/outcomes.json \(No space left on device\)",
+    ):
         logger.log_text("{}", "outcomes.json")

@@ -49,8 +49,6 @@ def compose_verl(overrides: list[str]):
         return compose("ppo_trainer", overrides=overrides)
 
 
-
-
 @pytest.fixture(autouse=True)
 def _fresh_hydra():
     yield

@@ -22,7 +22,10 @@ ROWS = [*STEPS, "a2s0", "b2s1"]  # the six steps, then adjust_batch's copies of 
 
 
 def padded_batch() -> DataProto:
-    columns = {name: [STEPS[row][i] for row in ROWS] for i, name in enumerate(("uid", "traj_uid", "step", "rewards", "anchor_obs"))}
+    columns = {
+        name: [STEPS[row][i] for row in ROWS]
+        for i, name in enumerate(("uid", "traj_uid", "step", "rewards", "anchor_obs"))
+    }
     non_tensors = {name: np.array(values, dtype=object) for name, values in columns.items()}
     non_tensors["is_action_valid"] = np.ones(len(ROWS), dtype=bool)
     return DataProto.from_dict(tensors={"response_mask": torch.ones(len(ROWS), 3)}, non_tensors=non_tensors)
@@ -30,7 +33,9 @@ def padded_batch() -> DataProto:
 
 @pytest.mark.parametrize("norm", ["mean_std", "mean"])
 def test_verl_agent_conventions_count_the_copies_as_verl_agent_does(norm):
-    algorithm = OmegaConf.create({"gamma": 0.5, "gaca": {"conventions": "verl_agent", "norm": norm, "invalid_action_penalty": 0.0}})
+    algorithm = OmegaConf.create(
+        {"gamma": 0.5, "gaca": {"conventions": "verl_agent", "norm": norm, "invalid_action_penalty": 0.0}}
+    )
     advantages = compute_batch_advantages(padded_batch(), "gigpo", algorithm).batch["advantages"][:, 0].double()
     expected = torch.tensor(VERL_AGENT[norm] + [VERL_AGENT[norm][2], VERL_AGENT[norm][5]], dtype=torch.float64)
     torch.testing.assert_close(advantages, expected, rtol=0, atol=1e-5)

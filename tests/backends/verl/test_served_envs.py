@@ -23,15 +23,30 @@ from gaca.backends.verl.task_files import TRAIN_FILE, VAL_FILE, write_task_files
 from gaca.envs import make_family
 from gaca.policy.model import Policy
 
-REPO = Path(__file__).resolve().parents[2]
-SMALL = ["trainer=quick", "trainer.init=scratch", "trainer.tasks_per_iteration=3", "trainer.group_size=2",
-         "trainer.num_eval_tasks=2", "trainer.eval_episodes_per_task=2", "env.difficulty=easy"]
+REPO = Path(__file__).resolve().parents[3]
+SMALL = [
+    "trainer=quick",
+    "trainer.init=scratch",
+    "trainer.tasks_per_iteration=3",
+    "trainer.group_size=2",
+    "trainer.num_eval_tasks=2",
+    "trainer.eval_episodes_per_task=2",
+    "env.difficulty=easy",
+]
 
 
 def served_run(tmp_path: Path, *overrides: str):
     with initialize_config_dir(str(CONF_DIR), version_base=None):
-        cfg = compose("train", overrides=["backend=verl_cpu", f"output_dir={tmp_path / 'runs'}",
-                                          f"backend.python={tmp_path / 'python'}", *SMALL, *overrides])
+        cfg = compose(
+            "train",
+            overrides=[
+                "backend=verl_cpu",
+                f"output_dir={tmp_path / 'runs'}",
+                f"backend.python={tmp_path / 'python'}",
+                *SMALL,
+                *overrides,
+            ],
+        )
     run, _ = validate(cfg)
     return run
 
@@ -55,7 +70,8 @@ def test_training_rollouts_play_the_cpu_backends_tasks_group_by_group(exported):
     envs = ServedEnvironments(run, make_family(run.env), True, str(folder))
     envs.iteration = 3
     expected = np.random.default_rng(seed_for(run.seed, 3, PURPOSE_TASKS)).choice(
-        make_family(run.env).train_task_ids, size=3, replace=False)
+        make_family(run.env).train_task_ids, size=3, replace=False
+    )
     observations, infos = envs.reset()
     assert [i["task_id"] for i in infos] == [int(t) for t in expected for _ in range(2)]
     assert len(observations["text"]) == len(observations["anchor"]) == 6
@@ -76,13 +92,19 @@ def test_steps_give_the_environment_reward_without_the_penalty_and_flag_invalid_
     direct.reset()
     assert direct.step("dance wildly").reward == pytest.approx(-run.env.invalid_penalty)
     assert rewards[1] == pytest.approx(0.0) and infos[1]["is_action_valid"] is False
-    assert infos[0]["is_action_valid"] is True and envs.episodes[0].history == [(observations["text"][0].split(
-        "your observation is : ")[1].split(" admissible actions")[0], first)]
+    assert infos[0]["is_action_valid"] is True and envs.episodes[0].history == [
+        (observations["text"][0].split("your observation is : ")[1].split(" admissible actions")[0], first)
+    ]
     assert envs.episodes[1].total_return == pytest.approx(-run.env.invalid_penalty)  # as the CPU backend counts it
     assert dones.dtype == bool and len(rewards) == 4
     outcomes = envs.outcomes_csv(5).splitlines()
     assert outcomes[0] == "iteration,task_id,episode,success,return,length"
-    assert [line.split(",")[:3] for line in outcomes[1:]] == [["5", "0", "0"], ["5", "0", "1"], ["5", "1", "0"], ["5", "1", "1"]]
+    assert [line.split(",")[:3] for line in outcomes[1:]] == [
+        ["5", "0", "0"],
+        ["5", "0", "1"],
+        ["5", "1", "0"],
+        ["5", "1", "1"],
+    ]
 
 
 def test_the_exported_policy_is_the_cpu_backends_with_a_pass_through_chat_template(exported):
@@ -90,8 +112,9 @@ def test_the_exported_policy_is_the_cpu_backends_with_a_pass_through_chat_templa
     loaded = Policy.load(folder)
     assert loaded.tokenizer.chat_template == CHAT_TEMPLATE
     text = "you are an expert agent . your action :"
-    rendered = loaded.tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
-                                                    add_generation_prompt=True)
+    rendered = loaded.tokenizer.apply_chat_template(
+        [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+    )
     assert rendered == text
     config = json.loads((folder / "config.json").read_text())
     assert config["torch_dtype"] == "float32" and "rope_theta" in config
@@ -148,11 +171,17 @@ def test_a_missing_trainer_python_or_checkout_is_one_line_before_any_run(tmp_pat
 
 def test_setup_script_refuses_a_folder_that_is_not_verl_agent(tmp_path: Path):
     (tmp_path / "verl").mkdir()
-    done = subprocess.run(["bash", str(REPO / "scripts" / "setup-verl-agent.sh"), str(tmp_path), str(tmp_path / "venv")],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "setup-verl-agent.sh"), str(tmp_path), str(tmp_path / "venv")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip() == f"setup-verl-agent: {tmp_path} is not a verl-agent checkout (no {MARKERS[0]}); " \
-                                  "give the folder of a clone of verl-agent"
+    assert (
+        done.stderr.strip() == f"setup-verl-agent: {tmp_path} is not a verl-agent checkout (no {MARKERS[0]}); "
+        "give the folder of a clone of verl-agent"
+    )
     assert not (tmp_path / "venv").exists()
     assert checkout_problem(tmp_path / "nothing") == f"{tmp_path / 'nothing'} is not a folder"
 
@@ -207,8 +236,10 @@ def test_the_served_rows_give_the_cpu_backends_advantages_within_1e_6(exported, 
     mask = torch.ones(size, width, dtype=torch.long)
     data = DataProto.from_dict(
         tensors={"old_log_probs": logprobs, "response_mask": mask},
-        non_tensors={key: np.array([values[i] for i in order], dtype=bool if key == "is_action_valid" else object)
-                     for key, values in rows.items()},
+        non_tensors={
+            key: np.array([values[i] for i in order], dtype=bool if key == "is_action_valid" else object)
+            for key, values in rows.items()
+        },
     )
     add_step_index(data, global_step=1)
     name = verl_names()[method]
@@ -217,10 +248,15 @@ def test_the_served_rows_give_the_cpu_backends_advantages_within_1e_6(exported, 
     verl_advantages, _ = token_level_advantages(data, name, algorithm)
     config = run.algorithm.__class__.from_dict({**run.algorithm.to_dict(), "method": method})
     reference = compute_advantages(
-        group=[cpu["group"][i] for i in order], traj=[cpu["traj"][i] for i in order], step=[cpu["step"][i] for i in order],
-        reward=[cpu["reward"][i] for i in order], anchor=[cpu["anchor"][i] for i in order],
-        nll=mean_token_nll(logprobs, mask), invalid=[cpu["invalid"][i] for i in order],
-        invalid_penalty=run.env.invalid_penalty, config=config,
+        group=[cpu["group"][i] for i in order],
+        traj=[cpu["traj"][i] for i in order],
+        step=[cpu["step"][i] for i in order],
+        reward=[cpu["reward"][i] for i in order],
+        anchor=[cpu["anchor"][i] for i in order],
+        nll=mean_token_nll(logprobs, mask),
+        invalid=[cpu["invalid"][i] for i in order],
+        invalid_penalty=run.env.invalid_penalty,
+        config=config,
     )
     assert any(cpu["invalid"]) and not all(cpu["invalid"])  # the penalty's bookkeeping is exercised
     torch.testing.assert_close(verl_advantages[:, 0], reference.advantages.float(), atol=1e-6, rtol=0)

@@ -14,8 +14,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from gaca.backends.cpu.loop import train
-from gaca.compose import CONF_DIR, validate
 from gaca.bench.testbed import CONSTRAINED
+from gaca.compose import CONF_DIR, validate
 
 pytestmark = pytest.mark.slow
 

@@ -22,8 +22,12 @@ from .conftest import MODEL, PAPER, compose_run, compose_verl
 pytestmark = pytest.mark.verl
 
 VERL_AGENT_KEYS = {
-    "env.env_name", "env.seed", "env.max_steps", "env.rollout.n",
-    "actor_rollout_ref.actor.use_invalid_action_penalty", "actor_rollout_ref.actor.invalid_action_penalty_coef",
+    "env.env_name",
+    "env.seed",
+    "env.max_steps",
+    "env.rollout.n",
+    "actor_rollout_ref.actor.use_invalid_action_penalty",
+    "actor_rollout_ref.actor.invalid_action_penalty_coef",
 }
 """Keys of verl-agent's config that verl 0.9.1's lacks (``++``), for every method."""
 BOTH_WAYS = {"trainer.use_v1"}
@@ -100,7 +104,9 @@ def test_gacas_verl_plugin_reads_exactly_the_runs_estimator_from_the_composed_co
     assert config.algorithm.gamma == 0.9 and config.trainer.use_v1 is False
 
 
-@pytest.mark.parametrize(("family", "horizon", "prompt_length", "micro_batch"), [("household", 50, 2048, 32), ("shop", 15, 4096, 8)])
+@pytest.mark.parametrize(
+    ("family", "horizon", "prompt_length", "micro_batch"), [("household", 50, 2048, 32), ("shop", 15, 4096, 8)]
+)
 def test_the_paper_preset_lands_on_the_keys_verl_agent_reads(family, horizon, prompt_length, micro_batch):
     run, job = job_for("gaca", family)
     config = composed(job.overrides)
@@ -144,17 +150,30 @@ def test_the_paper_preset_lands_on_the_keys_verl_agent_reads(family, horizon, pr
 
 def test_every_value_is_overridable_and_backend_overrides_win():
     _, job = job_for(
-        "gigpo", "household", "trainer.lr=3e-6", "trainer.group_size=4", "env.horizon=30", "backend.gpus_per_node=2",
-        "backend.tensor_parallel_size=1", "algorithm.step_weight=0.5", "algorithm.norm=mean",
+        "gigpo",
+        "household",
+        "trainer.lr=3e-6",
+        "trainer.group_size=4",
+        "env.horizon=30",
+        "backend.gpus_per_node=2",
+        "backend.tensor_parallel_size=1",
+        "algorithm.step_weight=0.5",
+        "algorithm.norm=mean",
         "backend.overrides=['actor_rollout_ref.rollout.gpu_memory_utilization=0.45','++env.history_length=3']",
     )
     config = composed(job.overrides)
     expected = {
-        "actor_rollout_ref.actor.optim.lr": 3e-6, "env.rollout.n": 4, "env.max_steps": 30,
-        "trainer.n_gpus_per_node": 2, "actor_rollout_ref.rollout.tensor_model_parallel_size": 1,
-        "algorithm.gigpo.step_advantage_w": 0.5, "algorithm.gigpo.mode": "mean_norm",
-        "algorithm.norm_adv_by_std_in_grpo": False, "algorithm.gaca.norm": "mean",
-        "actor_rollout_ref.rollout.gpu_memory_utilization": 0.45, "env.history_length": 3,
+        "actor_rollout_ref.actor.optim.lr": 3e-6,
+        "env.rollout.n": 4,
+        "env.max_steps": 30,
+        "trainer.n_gpus_per_node": 2,
+        "actor_rollout_ref.rollout.tensor_model_parallel_size": 1,
+        "algorithm.gigpo.step_advantage_w": 0.5,
+        "algorithm.gigpo.mode": "mean_norm",
+        "algorithm.norm_adv_by_std_in_grpo": False,
+        "algorithm.gaca.norm": "mean",
+        "actor_rollout_ref.rollout.gpu_memory_utilization": 0.45,
+        "env.history_length": 3,
     }
     assert {key: plain(OmegaConf.select(config, key)) for key in expected} == expected
 
@@ -171,7 +190,12 @@ def test_verls_typed_configs_accept_the_values(method, family):
     algorithm = omega_conf_to_dataclass(without(config.algorithm, "gaca", "gigpo"))
     assert (algorithm.adv_estimator, algorithm.gamma) == (verl_names()[method], 0.95)
     actor = omega_conf_to_dataclass(verl_actor_section(config))
-    assert (actor.kl_loss_type, actor.kl_loss_coef, actor.optim.lr, actor.clip_ratio_c) == ("low_var_kl", 0.01, 1e-6, 3.0)
+    assert (actor.kl_loss_type, actor.kl_loss_coef, actor.optim.lr, actor.clip_ratio_c) == (
+        "low_var_kl",
+        0.01,
+        1e-6,
+        3.0,
+    )
 
 
 def test_verls_validate_config_accepts_the_job_but_for_the_step_row_minibatch():
@@ -193,8 +217,20 @@ def test_verls_validate_config_accepts_the_job_but_for_the_step_row_minibatch():
 
 
 def test_hydra_values_parse_back_exactly():
-    for value in ("~/data/verl-agent/text", "a b", "it's", "1.5", "true", "null", "/m/Qwen2.5-7B-Instruct", 1e-6, 0.95,
-                  True, None, ["console", "mlflow"]):
+    for value in (
+        "~/data/verl-agent/text",
+        "a b",
+        "it's",
+        "1.5",
+        "true",
+        "null",
+        "/m/Qwen2.5-7B-Instruct",
+        1e-6,
+        0.95,
+        True,
+        None,
+        ["console", "mlflow"],
+    ):
         assert parsed(f"key={hydra_value(value)}").value() == value
 
 

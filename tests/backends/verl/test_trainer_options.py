@@ -70,24 +70,50 @@ def test_gaca_grpo_honours_norm_adv_by_std_in_grpo_and_reads_no_gigpo_option():
     assert options("gaca_grpo", norm_adv_by_std_in_grpo=False).norm == "mean"
     assert options("gaca_grpo", norm_adv_by_std_in_grpo=True).norm == "mean_std"
     # verl-agent's GRPO reads neither gamma nor algorithm.gigpo.*: nor does gaca_grpo
-    grpo = options("gaca_grpo", gamma=0.5, gigpo={"mode": "mean_norm", "step_advantage_w": 0.0}, gaca={"norm": "mean_std"})
+    grpo = options(
+        "gaca_grpo", gamma=0.5, gigpo={"mode": "mean_norm", "step_advantage_w": 0.0}, gaca={"norm": "mean_std"}
+    )
     assert grpo == AdvantageConfig(method="grpo")
 
 
 @pytest.mark.parametrize(
     ("estimator", "node", "message"),
     [
-        ("gigpo", {"gigpo": {"mode": "mean_norm"}, "gaca": {"norm": "mean_std"}},
-         r"^algorithm\.gigpo\.mode=mean_norm contradicts algorithm\.gaca\.norm=mean_std, which 'gigpo' reads: "
-         r"set algorithm\.gaca\.norm=mean \(algorithm\.norm in a run config\) or algorithm\.gigpo\.mode=mean_std_norm$"),
-        ("gaca", {"gigpo": {"step_advantage_w": 0.5}, "gaca": {"step_weight": 1.0}},
-         r"algorithm\.gigpo\.step_advantage_w=0\.5 contradicts algorithm\.gaca\.step_weight=1\.0.*set algorithm\.gaca\.step_weight=0\.5"),
-        ("gaca_grpo", {"norm_adv_by_std_in_grpo": False, "gaca": {"norm": "mean_std"}},
-         r"algorithm\.norm_adv_by_std_in_grpo=false contradicts algorithm\.gaca\.norm=mean_std.*set algorithm\.gaca\.norm=mean"),
-        ("gigpo", {"gamma": 1.0, "gaca": {"gamma": 0.95}}, r"algorithm\.gamma=1\.0 contradicts algorithm\.gaca\.gamma=0\.95"),
-        ("gigpo", {"gigpo": {"mode": "mean_only"}}, r"algorithm\.gigpo\.mode='mean_only' is not one of verl-agent's values"),
-        ("gaca", {"gigpo": {"enable_similarity": True}},
-         r"algorithm\.gigpo\.enable_similarity=true would be ignored by 'gaca': gaca's anchor groups are exact matches"),
+        (
+            "gigpo",
+            {"gigpo": {"mode": "mean_norm"}, "gaca": {"norm": "mean_std"}},
+            r"^algorithm\.gigpo\.mode=mean_norm contradicts algorithm\.gaca\.norm=mean_std, which 'gigpo' reads: "
+            r"set algorithm\.gaca\.norm=mean \(algorithm\.norm in a run config\) or "
+            r"algorithm\.gigpo\.mode=mean_std_norm$",
+        ),
+        (
+            "gaca",
+            {"gigpo": {"step_advantage_w": 0.5}, "gaca": {"step_weight": 1.0}},
+            r"algorithm\.gigpo\.step_advantage_w=0\.5 contradicts algorithm\.gaca\.step_weight=1\.0.*set "
+            r"algorithm\.gaca\.step_weight=0\.5",
+        ),
+        (
+            "gaca_grpo",
+            {"norm_adv_by_std_in_grpo": False, "gaca": {"norm": "mean_std"}},
+            r"algorithm\.norm_adv_by_std_in_grpo=false contradicts algorithm\.gaca\.norm=mean_std.*set "
+            r"algorithm\.gaca\.norm=mean",
+        ),
+        (
+            "gigpo",
+            {"gamma": 1.0, "gaca": {"gamma": 0.95}},
+            r"algorithm\.gamma=1\.0 contradicts algorithm\.gaca\.gamma=0\.95",
+        ),
+        (
+            "gigpo",
+            {"gigpo": {"mode": "mean_only"}},
+            r"algorithm\.gigpo\.mode='mean_only' is not one of verl-agent's values",
+        ),
+        (
+            "gaca",
+            {"gigpo": {"enable_similarity": True}},
+            r"algorithm\.gigpo\.enable_similarity=true would be ignored by 'gaca': gaca's anchor groups are exact "
+            r"matches",
+        ),
         ("gaca_grpo", {"use_kl_in_reward": True}, r"algorithm\.use_kl_in_reward=true would be ignored by 'gaca_grpo'"),
     ],
 )
@@ -99,8 +125,14 @@ def test_an_option_the_hooks_would_ignore_is_refused_naming_the_algorithm_gaca_k
 
 def test_gaca_train_refuses_an_ignored_override_before_any_mlflow_run_exists(tmp_path: Path):
     result = gaca(
-        "train", "backend=verl", "trainer=paper", "model=path", "model.path=/models/Qwen2.5-1.5B-Instruct", "env=shop",
-        "algorithm=gigpo", "backend.overrides=['++algorithm.gigpo.mode=mean_std_norm','++algorithm.gigpo.step_advantage_w=0.5']",
+        "train",
+        "backend=verl",
+        "trainer=paper",
+        "model=path",
+        "model.path=/models/Qwen2.5-1.5B-Instruct",
+        "env=shop",
+        "algorithm=gigpo",
+        "backend.overrides=['++algorithm.gigpo.mode=mean_std_norm','++algorithm.gigpo.step_advantage_w=0.5']",
         cwd=tmp_path,
     )
     assert result.returncode == 2, result.stderr
@@ -113,8 +145,15 @@ def test_gaca_train_refuses_an_ignored_override_before_any_mlflow_run_exists(tmp
 
 def test_gaca_train_refuses_another_invalid_action_penalty_for_verl_agent(tmp_path: Path):
     result = gaca(
-        "train", "backend=verl", "trainer=paper", "model=path", "model.path=/m/Qwen", "env=household", "algorithm=gaca",
-        "backend.overrides=['++actor_rollout_ref.actor.invalid_action_penalty_coef=0.2']", cwd=tmp_path,
+        "train",
+        "backend=verl",
+        "trainer=paper",
+        "model=path",
+        "model.path=/m/Qwen",
+        "env=household",
+        "algorithm=gaca",
+        "backend.overrides=['++actor_rollout_ref.actor.invalid_action_penalty_coef=0.2']",
+        cwd=tmp_path,
     )
     assert result.returncode == 2
     assert "set algorithm.gaca.invalid_action_penalty=0.2 (env.invalid_penalty in a run config)" in result.stderr
@@ -130,13 +169,23 @@ def checkouts(tmp_path: Path) -> list[Path]:
 
 
 HAND_RUNS = [
-    (["algorithm.adv_estimator=gigpo", "algorithm.gigpo.step_advantage_w=0.5", "+algorithm.gaca.step_weight=1.0"],
-     "algorithm.gaca.step_weight"),
+    (
+        ["algorithm.adv_estimator=gigpo", "algorithm.gigpo.step_advantage_w=0.5", "+algorithm.gaca.step_weight=1.0"],
+        "algorithm.gaca.step_weight",
+    ),
     (["algorithm.adv_estimator=gaca", "algorithm.gigpo.enable_similarity=true"], "algorithm.gigpo.enable_similarity"),
-    (["algorithm.adv_estimator=gaca_grpo", "algorithm.norm_adv_by_std_in_grpo=false", "+algorithm.gaca.norm=mean_std"],
-     "algorithm.gaca.norm"),
-    (["algorithm.adv_estimator=gigpo", "actor_rollout_ref.actor.use_invalid_action_penalty=false"],
-     "algorithm.gaca.invalid_action_penalty=0.0"),
+    (
+        [
+            "algorithm.adv_estimator=gaca_grpo",
+            "algorithm.norm_adv_by_std_in_grpo=false",
+            "+algorithm.gaca.norm=mean_std",
+        ],
+        "algorithm.gaca.norm",
+    ),
+    (
+        ["algorithm.adv_estimator=gigpo", "actor_rollout_ref.actor.use_invalid_action_penalty=false"],
+        "algorithm.gaca.invalid_action_penalty=0.0",
+    ),
 ]
 
 
@@ -144,8 +193,14 @@ HAND_RUNS = [
 def test_agent_main_by_hand_refuses_an_ignored_option_in_one_line_before_ray_starts(tmp_path: Path, overrides, key):
     for checkout in checkouts(tmp_path):
         env = {**os.environ, "PYTHONPATH": str(checkout), "RAY_DISABLE_USAGE_STATS": "1"}
-        result = subprocess.run([sys.executable, "-m", "gaca.backends.verl.agent_main", *overrides], cwd=checkout, env=env,
-                                capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [sys.executable, "-m", "gaca.backends.verl.agent_main", *overrides],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert result.returncode == 2, (checkout, result.stderr[-2000:])
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("gaca.backends.verl.agent_main: "), (checkout, lines)
@@ -154,11 +209,26 @@ def test_agent_main_by_hand_refuses_an_ignored_option_in_one_line_before_ray_sta
 
 def test_a_command_line_that_agrees_with_itself_passes_the_check(tmp_path: Path):
     for checkout in checkouts(tmp_path):
-        assert command_line_problem(checkout, ["algorithm.adv_estimator=gigpo", "algorithm.gigpo.mode=mean_std_norm",
-                                               "algorithm.gamma=0.95", "+algorithm.gaca.norm=mean_std"]) is None
-        assert command_line_problem(checkout, ["algorithm.adv_estimator=grpo", "algorithm.gigpo.enable_similarity=true"]) is None
+        assert (
+            command_line_problem(
+                checkout,
+                [
+                    "algorithm.adv_estimator=gigpo",
+                    "algorithm.gigpo.mode=mean_std_norm",
+                    "algorithm.gamma=0.95",
+                    "+algorithm.gaca.norm=mean_std",
+                ],
+            )
+            is None
+        )
+        assert (
+            command_line_problem(checkout, ["algorithm.adv_estimator=grpo", "algorithm.gigpo.enable_similarity=true"])
+            is None
+        )
         problem = command_line_problem(checkout, ["algorithm.adv_estimator=gigpo", "+algorithm.gaca.norm=mean_std"])
-        assert problem.startswith("algorithm.gigpo.mode=mean_norm contradicts algorithm.gaca.norm=mean_std")  # its default
+        assert problem.startswith(
+            "algorithm.gigpo.mode=mean_norm contradicts algorithm.gaca.norm=mean_std"
+        )  # its default
 
 
 @pytest.mark.parametrize("method", ["grpo", "gigpo", "gaca"])

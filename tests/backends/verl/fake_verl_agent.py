@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-RAY_TRAINER = '''
+RAY_TRAINER = """
 from enum import Enum
 
 
@@ -45,13 +45,19 @@ class RayPPOTrainer:
         self.batches = []
         for _ in range(self.config.trainer.total_training_steps):
             self.global_steps += 1
-            batch = self.traj_collector.multi_turn_loop(gen_batch=None, actor_rollout_wg=None, envs=self.envs, is_train=True)
-            batch = compute_advantage(batch, adv_estimator=self.config.algorithm.adv_estimator, gamma=self.config.algorithm.gamma)
+            batch = self.traj_collector.multi_turn_loop(
+                gen_batch=None, actor_rollout_wg=None, envs=self.envs, is_train=True
+            )
+            batch = compute_advantage(
+                batch, adv_estimator=self.config.algorithm.adv_estimator, gamma=self.config.algorithm.gamma
+            )
             self.batches.append(batch)
-        self.validation = self.traj_collector.multi_turn_loop(gen_batch=None, actor_rollout_wg=None, envs=self.envs, is_train=False)
-'''
+        self.validation = self.traj_collector.multi_turn_loop(
+            gen_batch=None, actor_rollout_wg=None, envs=self.envs, is_train=False
+        )
+"""
 
-ROLLOUT_LOOP = '''
+ROLLOUT_LOOP = """
 FIELDS = ("uid", "traj_uid", "rewards", "anchor_obs", "is_action_valid")
 
 
@@ -64,7 +70,7 @@ class TrajectoryCollector:
         batch = self.make_batch(is_train)
         assert set(FIELDS) <= set(batch.non_tensor_batch)
         return batch
-'''
+"""
 
 MAIN_PPO = '''
 import json

@@ -21,7 +21,11 @@ def compose_validate(overrides):
 
 @pytest.mark.parametrize(
     "algorithm, env, model, trainer",
-    list(itertools.product(["grpo", "gigpo", "gaca"], ["household", "shop"], ["tiny", "small"], ["quick", "default", "paper"])),
+    list(
+        itertools.product(
+            ["grpo", "gigpo", "gaca"], ["household", "shop"], ["tiny", "small"], ["quick", "default", "paper"]
+        )
+    ),
 )
 def test_every_combination_composes(algorithm, env, model, trainer):
     run, resolved = compose_validate([f"algorithm={algorithm}", f"env={env}", f"model={model}", f"trainer={trainer}"])
@@ -65,7 +69,9 @@ def test_the_linear_schedule_anneals_the_rate_toward_zero_and_the_paper_keeps_ve
     paper, _ = compose_validate(["trainer=paper"])
     assert paper.trainer.lr_schedule == "constant" and paper.trainer.lr_at(150) == 1e-6
     with pytest.raises(ConfigError, match="trainer.lr_schedule=linear is the CPU trainer's"):
-        compose_validate(["backend=verl", "trainer=paper", "model=path", "model.path=some/checkpoint", "trainer.lr_schedule=linear"])
+        compose_validate(
+            ["backend=verl", "trainer=paper", "model=path", "model.path=some/checkpoint", "trainer.lr_schedule=linear"]
+        )
 
 
 @pytest.mark.parametrize(
@@ -79,7 +85,12 @@ def test_the_linear_schedule_anneals_the_rate_toward_zero_and_the_paper_keeps_ve
 def test_cli_rejects_bad_config_without_touching_mlflow(tmp_path, override, message):
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
     result = subprocess.run(
-        [sys.executable, "-m", "gaca.cli", "train", override], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "gaca.cli", "train", override],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode != 0
     assert message in result.stderr

@@ -24,23 +24,22 @@ def block_file(folder: Path, name: str = "verl-e2e", seeds: str = "0") -> Path:
     """A block of the household and shop runs of ``seeds``."""
     path = folder / "blocks" / f"{name}.yaml"
     path.parent.mkdir()
-    path.write_text(
-        "# @package _global_\n"
-        f"block: {name}\n"
-        "sweep:\n"
-        f"  - seed: {seeds}\n"
-        "    env: household,shop\n"
-    )
+    path.write_text(f"# @package _global_\nblock: {name}\nsweep:\n  - seed: {seeds}\n    env: household,shop\n")
     return path
 
 
 @pytest.mark.timeout(900)
 def test_verl_runs_go_through_slurm_and_land_in_mlflow_like_any_other_run(tmp_path: Path):
     result = gaca(
-        "sweep", str(block_file(tmp_path)),
+        "sweep",
+        str(block_file(tmp_path)),
         *[o for o in standin_overrides(iterations=3, eval_every=2) if not o.startswith("env=")],  # the grid's envs
         "algorithm=gaca",
-        "launcher=slurm", "hydra.launcher.mem_gb=3", "hydra.launcher.timeout_min=15", cwd=tmp_path, timeout=840,
+        "launcher=slurm",
+        "hydra.launcher.mem_gb=3",
+        "hydra.launcher.timeout_min=15",
+        cwd=tmp_path,
+        timeout=840,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "launching 2 jobs through submitit_slurm (as one job array)" in result.stdout
@@ -83,11 +82,18 @@ def test_verl_runs_asking_for_2_gpus_each_get_2_and_at_most_2_share_the_4_gpus(t
     )
 
     result = gaca(
-        "sweep", str(block_file(tmp_path, "verl-gpus", seeds="0,1")),
+        "sweep",
+        str(block_file(tmp_path, "verl-gpus", seeds="0,1")),
         *[o for o in standin_overrides(iterations=2, eval_every=2) if not o.startswith("env=")],
-        "algorithm=gaca", "launcher=slurm", "hydra.launcher.partition=gpu", "hydra.launcher.gpus_per_node=2",
-        "hydra.launcher.array_parallelism=4", "hydra.launcher.mem_gb=3", "hydra.launcher.timeout_min=15",
-        cwd=tmp_path, timeout=840,
+        "algorithm=gaca",
+        "launcher=slurm",
+        "hydra.launcher.partition=gpu",
+        "hydra.launcher.gpus_per_node=2",
+        "hydra.launcher.array_parallelism=4",
+        "hydra.launcher.mem_gb=3",
+        "hydra.launcher.timeout_min=15",
+        cwd=tmp_path,
+        timeout=840,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "launching 4 jobs through submitit_slurm (as one job array)" in result.stdout
@@ -102,7 +108,9 @@ def test_verl_runs_asking_for_2_gpus_each_get_2_and_at_most_2_share_the_4_gpus(t
         """sacct's rows of the array once every task has ended there (its record lags the results)."""
         out = subprocess.run(
             ["sacct", "-n", "-X", "-P", "-j", array, "-o", "JobID,State,Partition,AllocTRES,Start,End"],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
         ended = [line for line in out.splitlines() if not line.endswith("|Unknown")]
         return out if len(ended) == len(tasks) else ""

@@ -105,7 +105,9 @@ def test_bad_option_value_names_the_key(layout_batch):
 
 
 def test_method_is_chosen_by_adv_estimator(layout_batch):
-    with pytest.raises(ValueError, match=r"algorithm\.gaca\.method='grpo' contradicts algorithm\.adv_estimator='gigpo'"):
+    with pytest.raises(
+        ValueError, match=r"algorithm\.gaca\.method='grpo' contradicts algorithm\.adv_estimator='gigpo'"
+    ):
         run_verl(layout_batch().data, "gigpo", algorithm("gigpo", method="grpo"))
 
 
@@ -169,7 +171,9 @@ def test_name_clash_in_verls_registry_is_reported_and_nothing_is_registered(monk
     registry = core_algos.ADV_ESTIMATOR_REGISTRY
     monkeypatch.setitem(registry, "gigpo", someone_elses_gigpo)
     monkeypatch.delitem(registry, "gaca")
-    with pytest.raises(ValueError, match=r"already has 'gigpo' \(registered by .*someone_elses_gigpo\).*VERL_USE_EXTERNAL_PLUGINS"):
+    with pytest.raises(
+        ValueError, match=r"already has 'gigpo' \(registered by .*someone_elses_gigpo\).*VERL_USE_EXTERNAL_PLUGINS"
+    ):
         register_estimators(core_algos)
     assert "gaca" not in registry and registry["gigpo"] is someone_elses_gigpo
 
@@ -188,4 +192,9 @@ def test_import_verl_in_a_fresh_process_loads_the_plugin_through_the_entry_point
     env = {key: value for key, value in os.environ.items() if key != "VERL_USE_EXTERNAL_PLUGINS"}
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n")[:4] == ["['gaca.backends.verl.plugin']", "True", "['gaca', 'gaca_grpo', 'gigpo']", "True"]
+    assert result.stdout.split("\n")[:4] == [
+        "['gaca.backends.verl.plugin']",
+        "True",
+        "['gaca', 'gaca_grpo', 'gigpo']",
+        "True",
+    ]

@@ -8,18 +8,28 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from gaca.contract import (
-    CRITICALITY_BINS,
-    DIAG_C_LENGTH_CORR as C_LENGTH_CORR,
-    DIAG_LENGTH_FRAC as LENGTH_FRAC,
-    DIAG_MIXED_GROUP_FRAC as MIXED_GROUP_FRAC,
-    DIAG_STEP_EPISODE_CORR as STEP_EPISODE_CORR,
-    DIAG_ZERO_ADV_FRAC as ZERO_ADVANTAGE_FRAC,
-    SIGNAL_METRICS,
-)
 from gaca.backends.cpu.loop import histogram_csv, train
 from gaca.backends.cpu.rollout import Episode, Rollouts, StepRows, sampled_token_mask
 from gaca.backends.cpu.signal import batch_signal
+from gaca.contract import (
+    CRITICALITY_BINS,
+    SIGNAL_METRICS,
+)
+from gaca.contract import (
+    DIAG_C_LENGTH_CORR as C_LENGTH_CORR,
+)
+from gaca.contract import (
+    DIAG_LENGTH_FRAC as LENGTH_FRAC,
+)
+from gaca.contract import (
+    DIAG_MIXED_GROUP_FRAC as MIXED_GROUP_FRAC,
+)
+from gaca.contract import (
+    DIAG_STEP_EPISODE_CORR as STEP_EPISODE_CORR,
+)
+from gaca.contract import (
+    DIAG_ZERO_ADV_FRAC as ZERO_ADVANTAGE_FRAC,
+)
 from gaca.estimators import AdvantageConfig, AdvantageOutput, compute_advantages
 
 
@@ -67,7 +77,12 @@ def test_the_histogram_counts_every_criticality_value():
 
 def test_batch_signal_on_a_hand_computed_batch():
     # Two groups of two episodes: group 0 mixed (one win), group 1 both lost; horizon 4.
-    episodes = [Episode(0, 0, won=True, length=2), Episode(0, 0, length=4), Episode(1, 1, length=4), Episode(1, 1, length=2)]
+    episodes = [
+        Episode(0, 0, won=True, length=2),
+        Episode(0, 0, length=4),
+        Episode(1, 1, length=4),
+        Episode(1, 1, length=2),
+    ]
     rows = StepRows(response_ids=[[1, 2], [1, 2, 3, 4], [1], [1, 2, 3]])
     rollouts = Rollouts(rows, episodes, 0.0, 0.0, 0)
     output = AdvantageOutput(
