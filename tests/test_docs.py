@@ -52,7 +52,9 @@ def test_the_generated_names_are_written_by_the_report() -> None:
         assert f'"{name}"' in writers, f"{name} is listed as generated but no report module writes it"
 
 
-OUTSIDE = ("ESTIMATOR-SPEC", "FACTS.md", "STYLE.md", "../shared")
+OUTSIDE = tuple(
+    "".join(parts) for parts in (("ESTIMATOR-", "SPEC"), ("FACTS", ".md"), ("STYLE", ".md"), ("..", "/shared"))
+)
 """Notes kept beside the repository, never in it (spelled in pieces so that this file does not name them)."""
 
 

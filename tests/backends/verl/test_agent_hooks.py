@@ -1,4 +1,4 @@
-"""gaca's hooks on stand-in classes shaped like verl-agent's trainer (tests/verl/fake_verl_agent.py),
+"""gaca's hooks on stand-in classes shaped like verl-agent's trainer (tests/backends/verl/fake_verl_agent.py),
 with batches in verl-agent's exact layout."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ pytest.importorskip("verl", reason="the stand-in logs through verl's own MLflow 
 
 
 def val_success(step: int) -> float:
-    """What the stand-in reports for validation at ``step`` (tests/paper/standin_main_ppo.py)."""
+    """What the stand-in reports for validation at ``step`` (tests/backends/verl/jobs/standin_main_ppo.py)."""
     return round(0.1 + 0.02 * step, 6)
 
 
