@@ -9,7 +9,7 @@ import pytest
 
 from gaca.backends.verl.agent_check import REQUIREMENTS
 
-from ..orchestration.conftest import gaca
+from ...orchestration.conftest import gaca
 from .fake_verl_agent import write_checkout
 
 RAY_TRAINER = "verl/trainer/ppo/ray_trainer.py"

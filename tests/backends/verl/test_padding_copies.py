@@ -16,7 +16,7 @@ from verl import DataProto  # noqa: E402
 
 from gaca.backends.verl import compute_batch_advantages  # noqa: E402
 
-from ..estimators.test_padding_copies import STEPS, VERL_AGENT, gigpo  # noqa: E402
+from ...estimators.test_padding_copies import STEPS, VERL_AGENT, gigpo  # noqa: E402
 
 ROWS = [*STEPS, "a2s0", "b2s1"]  # the six steps, then adjust_batch's copies of a2s0 and b2s1
 

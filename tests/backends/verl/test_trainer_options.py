@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 from gaca.backends.verl.options import command_line_problem, plugin_options
 from gaca.estimators import AdvantageConfig
 
-from ..orchestration.conftest import gaca
+from ...orchestration.conftest import gaca
 from .fake_verl_agent import write_checkout
 
 CHECKOUT_VARIABLE = "GACA_VERL_AGENT"
@@ -237,7 +237,7 @@ def test_every_job_backend_verl_builds_passes_the_check_on_verl_agents_config(me
     from gaca.backends.verl.job import build_job
     from gaca.tracking.identity import run_key
 
-    from ..paper.conftest import PAPER, compose_run
+    from .jobs.conftest import PAPER, compose_run
 
     if not os.environ.get(CHECKOUT_VARIABLE):
         pytest.skip(f"needs a verl-agent checkout: set {CHECKOUT_VARIABLE}=<its folder>")

@@ -21,7 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from gaca import contract
 
-from ..orchestration.conftest import cli_env, gaca, wait_for
+from ...orchestration.conftest import cli_env, gaca, wait_for
 
 CHECKOUT = os.environ.get("GACA_VERL_AGENT")
 PYTHON = os.environ.get("GACA_VERL_PYTHON")

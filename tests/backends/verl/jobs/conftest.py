@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 
 from gaca.compose import CONF_DIR, validate
 
-from ..orchestration.conftest import gaca  # noqa: F401  (the real CLI as a subprocess; the paper tests import it from here)
+from ....orchestration.conftest import gaca  # noqa: F401  (the real CLI as a subprocess; the paper tests import it from here)
 
 STANDIN = Path(__file__).with_name("standin_main_ppo.py")
 """The CPU stand-in for `python -m verl.trainer.main_ppo`."""

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ..orchestration.conftest import wait_for
+from ....orchestration.conftest import wait_for
 from .conftest import gaca, standin_overrides
 
 pytestmark = [pytest.mark.slurm, pytest.mark.verl, pytest.mark.slow]
