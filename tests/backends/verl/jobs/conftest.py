@@ -21,9 +21,11 @@ PAPER = ["backend=verl", "trainer=paper", "model=path", f"model.path={MODEL}", "
 
 
 def standin_overrides(iterations: int = 4, eval_every: int = 2) -> list[str]:
-    """A paper run whose trainer is the stand-in: a few steps, a checkpoint after each."""
+    """A paper run whose trainer is the stand-in: a few steps, a checkpoint after each, as on a GPU node
+    (``backend.device=cuda``: on this machine ``auto`` would choose the CPU job, one logical GPU)."""
     return [
         *PAPER,
+        "backend.device=cuda",
         f"trainer.iterations={iterations}",
         f"trainer.eval_every={eval_every}",
         "trainer.checkpoint_every=1",
