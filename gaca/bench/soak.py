@@ -22,10 +22,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-QUICK = [
-    "detector",
-    "seed=0",
-    "algorithm.detector=entropy,uniform",
+TINY_RUN = [
     "trainer=quick",
     "trainer.iterations=6",
     "trainer.tasks_per_iteration=1",
@@ -37,7 +34,10 @@ QUICK = [
     "trainer.transcripts=0",
     "env.horizon=4",
 ]
-"""Two runs of seconds each, a checkpoint after every iteration (so kills land between and inside them)."""
+"""A run of seconds: no behaviour cloning, one task of two rollouts per iteration, a 4-step horizon, six
+iterations with a checkpoint after each (so that kills land between and inside checkpoints)."""
+QUICK = ["detector", "seed=0", "algorithm.detector=entropy,uniform", *TINY_RUN]
+"""Two such runs: the block the soak benchmark kills."""
 CHECKS = (
     "runs not FINISHED",
     "MLflow runs per key > 1",

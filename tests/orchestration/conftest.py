@@ -16,20 +16,9 @@ from pathlib import Path
 
 import pytest
 
-# A run in seconds: no behaviour cloning, one task of two rollouts per iteration, a 4-step horizon.
-# Six iterations with a checkpoint after each, so that a sweep can be killed between checkpoints.
-TINY = [
-    "trainer=quick",
-    "trainer.iterations=6",
-    "trainer.tasks_per_iteration=1",
-    "trainer.group_size=2",
-    "trainer.init=scratch",
-    "trainer.eval_every=2",
-    "trainer.num_eval_tasks=2",
-    "trainer.checkpoint_every=1",
-    "trainer.transcripts=0",
-    "env.horizon=4",
-]
+from gaca.bench.soak import TINY_RUN
+
+TINY = TINY_RUN  # a run in seconds (gaca.bench.soak, which kills sweeps of it)
 EVAL_STEPS = [0, 2, 4, 6]
 TRAIN_STEPS = [1, 2, 3, 4, 5, 6]
 
