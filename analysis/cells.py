@@ -102,13 +102,14 @@ class CellResult:
     def interval(self, measure: str = "final", confidence: float = stats.CONFIDENCE) -> tuple[float, float]:
         """The t interval of the mean over seeds (n - 1 degrees of freedom), never narrower than
         the task-level one, as a difference's (``stats.half_width``): the percentile bootstrap over
-        seeds and tasks covered 81-97% with 3 seeds (tests/analysis/test_coverage.py). NaN
-        with one seed."""
+        seeds and tasks covered 81-97% with 3 seeds (tests/analysis/test_coverage.py). Clipped to
+        [0, 1]: both measures are success rates. NaN with one seed."""
         values = self.values(measure)
         if self.n == 0 or np.isnan(values).any():
             return math.nan, math.nan
         half = stats.half_width(self.levels(measure), self.n, confidence)
-        return float(values.mean()) - half, float(values.mean()) + half
+        mean = float(values.mean())
+        return max(0.0, mean - half), min(1.0, mean + half)
 
 
 def empty_result(key: CellKey, expected: tuple[int, ...] = ()) -> CellResult:

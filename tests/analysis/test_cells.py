@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -93,3 +94,20 @@ def test_final_outcomes_are_read_only_at_the_planned_last_iteration():
     assert pd.isna(selected.loc["no-last-evaluation", "iteration"])  # its interval falls back to seeds
     best = cells.select(ledger, curves, "best").set_index("run_id")
     assert best.loc["complete", "score"] == 0.5 and best.loc["no-last-evaluation", "iteration"] == 5
+
+
+def test_a_cells_own_interval_stays_inside_zero_and_one() -> None:
+    """Three seeds that learn or collapse: the t interval of the mean would pass 100%; a success rate cannot."""
+    from analysis.cells import CellKey, CellResult
+
+    cell = CellResult(
+        CellKey((("name", "a"),), "errand", "tiny"), ("r0", "r1", "r2"), (0, 1, 2), np.array([0.97, 0.66, 0.49]), None
+    )
+    low, high = cell.interval()
+    assert high == 1.0 and 0.0 < low < cell.mean
+    half = cell.mean - low
+    assert half == pytest.approx(float(np.std([0.97, 0.66, 0.49], ddof=1)) / np.sqrt(3) * 4.302652729911275, rel=1e-6)
+    floor = CellResult(
+        CellKey((("name", "b"),), "errand", "tiny"), ("r0", "r1", "r2"), (0, 1, 2), np.array([0.05, 0.0, 0.5]), None
+    )
+    assert floor.interval()[0] == 0.0
