@@ -120,6 +120,11 @@ class Block:
                 return variant
         raise KeyError(f"block {self.name!r} has no variant {name!r}; known: {[v.name for v in self.variants]}")
 
+    def variant_of(self, config: Mapping[str, Any]) -> Variant | None:
+        """The row whose estimator a composed (nested) run config runs, or None."""
+        key = canonical_config(_parsed(config))
+        return next((variant for variant in self.variants if variant.key() == key), None)
+
 
 # --- presentation: how each block's rows are named, labelled and ordered -------------------------
 Label = tuple[str, str, str]

@@ -312,6 +312,8 @@ class Comparison:
     """One-sided exact Mann-Whitney p of a > b over seeds (``stats.improvement_p_value``)."""
     levels: tuple[stats.Level, ...] = ()
     """The seed level, and the task level where both cells have per-task outcomes."""
+    cells: tuple[CellKey, ...] = ()
+    """The keys of ``a`` and ``b`` (``compare``): which cells a decision about it needs more seeds of."""
 
     def interval(self, confidence: float = stats.CONFIDENCE) -> tuple[float, float]:
         """NaN with one seed: no seed-level variance, so no interval (not a task-level-only one)."""
@@ -423,7 +425,9 @@ def compare(a: CellResult, b: CellResult, measure: str = "final") -> Comparison 
         levels = _welch(a.levels(measure), a.n, b.levels(measure), b.n)
         pairing, seeds, estimate = UNPAIRED, min(a.n, b.n), values_a.mean() - values_b.mean()
     error = _binding_error(levels, seeds)
-    return Comparison(float(estimate), None, pairing, seeds, levels[0].variance, error, *ranks, levels=levels)
+    return Comparison(
+        float(estimate), None, pairing, seeds, levels[0].variance, error, *ranks, levels=levels, cells=(a.key, b.key)
+    )
 
 
 def _welch(

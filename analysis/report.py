@@ -241,7 +241,8 @@ def write_artifacts(
     """Tables, figures, claims.md and runs.csv; returns the paths written, the figures drawn, what
     was left out (each with why) and the checked claims. The claims of a block with a sequential
     design (``replays``) take its verdicts, and ``design`` (what the design did) heads claims.md."""
-    written = tables.write_tables(plan, runs.results, runs.diagnostics, selection, out / "tables")
+    schedules = {name: replay.schedule for name, replay in (replays or {}).items()}
+    written = tables.write_tables(plan, runs.results, runs.diagnostics, selection, out / "tables", schedules)
     skipped = [
         f"Table {TABLE_NUMBERS[stem]}: skipped, {why}"
         for stem, why in TABLE_MISSING.items()

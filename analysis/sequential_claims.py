@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import claims as claims_module
-from analysis.cells import CellKey, CellResult, Plan
+from analysis.cells import CellKey, CellResult, Comparison, Plan
 from analysis.claims import CONTRADICTED, EQUIVALENT, HOLDS, INCONCLUSIVE, MISSING, Claim, Evidence
 from analysis.sequential import CONTINUE, Schedule, decide, rci_half_width
 
@@ -45,6 +45,8 @@ class Tested:
     level: float
     """The look's nominal two-sided level (the interval is at 1 - level)."""
     decision: str
+    rows: tuple[str, ...] = ()
+    """The block's rows (variant names) whose cells it compares."""
 
     def line(self) -> str:
         where = f"decided at look {self.look + 1}" if self.decided else f"undecided after look {self.look + 1}"
@@ -75,8 +77,15 @@ class Replay:
 
     @property
     def finished(self) -> bool:
-        """Every comparison decided, or the last look made."""
-        return (bool(self.tested) and not self.remaining) or self.looks_made == len(self.schedule.looks)
+        """Every comparison decided, or the last look made for every one that is not."""
+        last = len(self.schedule.looks) - 1
+        if not self.tested:
+            return self.looks_made == len(self.schedule.looks)
+        return all(t.look == last for t in self.remaining)
+
+    def needed_rows(self) -> set[str]:
+        """The rows whose cells an undecided comparison reads: what the next round must run."""
+        return {row for t in self.remaining for row in t.rows}
 
     def design_lines(self, block: str) -> list[str]:
         """What a report says about the design: looks made, alpha spent, seeds per cell, and each
@@ -97,18 +106,21 @@ class Replay:
 
 
 def restrict(cell: CellResult, seeds: int) -> CellResult:
-    """``cell`` with only its seeds below ``seeds`` (and the expected seeds likewise)."""
+    """``cell`` with only its seeds below ``seeds``, expecting exactly those it has: whether a look
+    is made is decided per comparison (``replay``), so a cell the rounds stopped running is not
+    "partial" at a later look."""
     keep = [i for i, seed in enumerate(cell.seeds) if seed < seeds]
     tasks = None if cell.task_success is None else tuple(cell.task_success[i] for i in keep)
     auc = None if cell.auc is None else cell.auc[keep]
+    kept = tuple(cell.seeds[i] for i in keep)
     return dataclasses.replace(
         cell,
         run_ids=tuple(cell.run_ids[i] for i in keep),
-        seeds=tuple(cell.seeds[i] for i in keep),
+        seeds=kept,
         success=cell.success[keep],
         task_success=tasks,
         auc=auc,
-        expected=tuple(s for s in cell.expected if s < seeds),
+        expected=kept,
     )
 
 
@@ -118,24 +130,32 @@ def replay(
     schedule: Schedule,
     names: Mapping[CellKey, str],
 ) -> Replay:
-    """The looks of ``schedule`` that the cells have the seeds for, in order; ``functions`` make the
-    block's claims (``claims.CLAIMS``), ``names`` are the block's cells with their row names."""
-    # A look is made once every cell of the block has its seeds (a round cut short is not a look).
-    present = min((cell.n for key, cell in evidence.cells.items() if key in names), default=0)
-    looks_made = sum(n <= present for n in schedule.looks)
+    """The looks of ``schedule`` replayed in order; ``functions`` make the block's claims
+    (``claims.CLAIMS``), ``names`` are the block's cells with their row names.
+
+    Look k is made for a comparison once both of its cells have seeds 0 .. n_k - 1 (a round cut
+    short, or a cell whose comparisons were all decided and that the rounds stopped running, makes
+    no look for it); a comparison decided at a look keeps that decision and that look's interval.
+    """
+    most = max((cell.n for key, cell in evidence.cells.items() if key in names), default=0)
     states: dict[tuple[str, str], Tested] = {}
     last: list[Claim] = []
-    for k in range(looks_made):
-        n = schedule.looks[k]
+    for k, n in enumerate(schedule.looks):
+        if n > most:
+            break
         restricted = dataclasses.replace(
             evidence, cells={key: restrict(cell, n) for key, cell in evidence.cells.items()}
         )
-        last = [function(restricted) for function in functions]
-        for claim in last:
+        claims_now = [function(restricted) for function in functions]
+        made_here = False
+        for claim in claims_now:
             for (name, comparison), kind in zip(claim.comparisons, claim.kinds):
                 key = (claim.statement, name)
                 if key in states and states[key].decided:
                     continue
+                if comparison.seeds < n:
+                    continue  # this look is not made for it: a cell lacks some of seeds 0 .. n - 1
+                made_here = True
                 level = float(schedule.levels(kind)[k])
                 half = rci_half_width(comparison.levels, comparison.seeds, level) if level > 0 else math.inf
                 low, high = comparison.estimate - half, comparison.estimate + half
@@ -154,25 +174,50 @@ def replay(
                     high if math.isfinite(half) else math.nan,
                     level,
                     made,
+                    tuple(names[cell] for cell in comparison.cells if cell in names),
                 )
+        if made_here or not last:
+            last = claims_now
+    tested = list(states.values())
+    looks_made = 1 + max((t.look for t in tested), default=-1)
     adjusted = [_adjust(claim, states) for claim in last]
     seeds = {name: int(evidence.cells[key].n) for key, name in names.items() if key in evidence.cells}
-    return Replay(schedule, looks_made, list(states.values()), adjusted, seeds)
+    return Replay(schedule, looks_made, tested, adjusted, seeds)
 
 
 def _adjust(claim: Claim, states: Mapping[tuple[str, str], Tested]) -> Claim:
     """``claim`` with its verdict from the sequential decisions and a note per comparison."""
     if claim.verdict == MISSING or not claim.comparisons:
         return claim
-    tested = [states[(claim.statement, name)] for name, _ in claim.comparisons]
-    verdict = claims_module.combine([VERDICTS[t.decision] for t in tested])
+    tested = [states.get((claim.statement, name)) for name, _ in claim.comparisons]
+    verdict = claims_module.combine([INCONCLUSIVE if t is None else VERDICTS[t.decision] for t in tested])
     notes = [*claim.notes, "sequential verdict (the fixed-n intervals above are not what decides it):"]
-    return dataclasses.replace(claim, verdict=verdict, notes=notes + [t.line() for t in tested])
+    lines = [
+        f"{name}: no look made (its cells never had the first look's seeds together)" if t is None else t.line()
+        for (name, _), t in zip(claim.comparisons, tested)
+    ]
+    return dataclasses.replace(claim, verdict=verdict, notes=notes + lines)
+
+
+def repeated_interval(schedule: Schedule, comparison: Comparison) -> tuple[float, float, float]:
+    """``comparison``'s repeated interval (``GREATER`` boundaries) at the last look of ``schedule``
+    its paired seeds reach: (low, high, the look's nominal level); NaN bounds and level 0 before the
+    first deciding look. Valid at whichever look the rounds stopped, as the decisions are."""
+    reached = [k for k, n in enumerate(schedule.looks) if n <= comparison.seeds]
+    level = float(schedule.levels()[reached[-1]]) if reached else 0.0
+    if level == 0.0:
+        return math.nan, math.nan, 0.0
+    half = rci_half_width(comparison.levels, comparison.seeds, level)
+    return comparison.estimate - half, comparison.estimate + half, level
+
+
+def block_claim_names(block: str) -> dict[str, Callable[[Evidence], Claim]]:
+    """The claims that a block's comparisons make (``claims.CLAIMS`` naming only that block), by name."""
+    return {name: function for name, (needs, function) in claims_module.CLAIMS.items() if needs == (block,)}
 
 
 def block_claims(block: str) -> list[Callable[[Evidence], Claim]]:
-    """The claims that a block's comparisons make (``claims.CLAIMS`` naming only that block)."""
-    return [function for needs, function in claims_module.CLAIMS.values() if needs == (block,)]
+    return list(block_claim_names(block).values())
 
 
 def decidable_blocks() -> list[str]:
@@ -183,9 +228,14 @@ def decidable_blocks() -> list[str]:
 def designs(
     plan: Plan, results: Mapping[CellKey, CellResult], ledger: pd.DataFrame, diagnostics: pd.DataFrame
 ) -> tuple[dict[str, Replay], list[str]]:
-    """Per requested block whose used runs all carry one design (``gaca.sequential.<block>``), its
-    replay; and a note for each block whose runs carry several or only some carry one (then its
-    claims keep the fixed-n intervals)."""
+    """Per requested block whose used runs carry one design (``gaca.sequential.<block>``), its
+    replay; and a note for each block whose runs carry several (then its claims keep the fixed-n
+    intervals).
+
+    A run of the block's cells without the tag (launched by another block's rounds, or by a plain
+    sweep) is read like the others: the rounds run seeds 0, 1, ... in order and the replay is the
+    whole procedure (each comparison stops at the look that decides it), so it decides what the
+    rounds would have decided whenever its runs were made."""
     used = ledger.loc[ledger["reason"].isna()]
     found: dict[str, Replay] = {}
     notes: list[str] = []
@@ -199,10 +249,9 @@ def designs(
         designed = {tag for tag in tags if tag}
         if not designed:
             continue
-        if len(designed) > 1 or None in tags:
+        if len(designed) > 1:
             notes.append(
-                f"{block.name}: its runs carry {len(designed)} sequential design(s) and {tags.count(None)} none; "
-                "its claims use the fixed-n intervals"
+                f"{block.name}: its runs carry {len(designed)} sequential designs; its claims use the fixed-n intervals"
             )
             continue
         schedule = Schedule.from_tag(designed.pop())

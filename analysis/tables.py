@@ -31,6 +31,8 @@ from analysis.cells import (
     power_line,
 )
 from analysis.latex import escape
+from analysis.sequential import Schedule
+from analysis.sequential_claims import repeated_interval
 from gaca.contract import DIAGNOSTIC_METRICS
 from gaca.estimators.registry import ESTIMATORS, estimator_label
 
@@ -203,10 +205,36 @@ def main_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) 
     return table(tabular("lll" + "c" * (len(header) - 3), header, body), caption.strip(), "tab:main", after)
 
 
-def ablation_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) -> str | None:
+SEQUENTIAL_MARK = "^{s}"
+SEQUENTIAL_NOTE = (
+    r"$^{s}$: a block run in rounds until decided (its design in claims.md): $\Delta$'s interval is the "
+    r"repeated confidence interval of the last look its seeds reach, valid at whichever look the rounds "
+    r"stopped; none before the first deciding look."
+)
+
+
+def repeated_difference_interval(comparison: Comparison | None, schedule: Schedule) -> str:
+    """A sequential block's Δ interval (``sequential_claims.repeated_interval``), marked."""
+    if comparison is None:
+        return NOT_RUN
+    if not comparison.estimable:
+        return NOT_ESTIMABLE
+    low, high, _ = repeated_interval(schedule, comparison)
+    if math.isnan(low):
+        return f"{NOT_RUN}${SEQUENTIAL_MARK}$"
+    return f"$[{100 * low:+.2f}, {100 * high:+.2f}]{SEQUENTIAL_MARK}$"
+
+
+def ablation_table(
+    plan: Plan,
+    cells: Mapping[CellKey, CellResult],
+    selection: str,
+    schedules: Mapping[str, Schedule] | None = None,
+) -> str | None:
     """Table 2: one block of rows per requested ablation, best per block in bold, each row with its
     95% interval, its AUC and its difference from GACA with every default (and that difference's
-    interval); a power line per block under the table. None if no ablation is requested."""
+    interval: the repeated interval of its design for a block in ``schedules``, run until
+    decided); a power line per block under the table. None if no ablation is requested."""
     blocks = [block for block in plan.blocks if block in report_blocks().ablations]
     if not blocks:
         return None
@@ -222,6 +250,7 @@ def ablation_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: s
             body.append(r"\midrule")
         body.append(rf"\multicolumn{{6}}{{l}}{{\textit{{{block.title}}}}} \\")
         block_cells = [cells[plan.cell(variant, env, scale)] for variant in block.variants]
+        schedule = (schedules or {}).get(block.name)
         shown += block_cells
         best = _best(block_cells)
         gains = []
@@ -236,7 +265,11 @@ def ablation_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: s
                     interval(*cell.interval()) if cell.n else NOT_RUN,
                     success(cell, measure="auc"),
                     "(ref.)" if is_reference else difference(gain),
-                    "" if is_reference else difference_interval(gain),
+                    ""
+                    if is_reference
+                    else difference_interval(gain)
+                    if schedule is None
+                    else repeated_difference_interval(gain, schedule),
                 ]
             )
         measured = [gain for gain in gains if gain is not None]
@@ -252,6 +285,8 @@ def ablation_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: s
         r"$\Delta$: points against GACA with every default, its 95\% t interval paired by seed and evaluation task.",
         _pairing_notes(all_gains),
     ]
+    if any(block.name in (schedules or {}) for block in blocks):
+        notes.append(SEQUENTIAL_NOTE)
     if shared:
         notes.append(
             r"$^\dagger$: one configuration (the fixed weight $\lambda = \lambda_0$), "
@@ -371,14 +406,20 @@ def cells_frame(plan: Plan, cells: Mapping[CellKey, CellResult]) -> pd.DataFrame
 
 
 def write_tables(
-    plan: Plan, cells: Mapping[CellKey, CellResult], diagnostics: pd.DataFrame, selection: str, folder: Path
+    plan: Plan,
+    cells: Mapping[CellKey, CellResult],
+    diagnostics: pd.DataFrame,
+    selection: str,
+    folder: Path,
+    schedules: Mapping[str, Schedule] | None = None,
 ) -> list[Path]:
-    """Write the tables that have data to ``folder`` and return their paths (``.tex`` and ``cells.csv``)."""
+    """Write the tables that have data to ``folder`` and return their paths (``.tex`` and ``cells.csv``);
+    ``schedules``: the designs of the blocks run until decided."""
     folder.mkdir(parents=True, exist_ok=True)
     contents: dict[str, str | None] = {}
     if report_blocks().main in plan.blocks:
         contents["table1_main.tex"] = main_table(plan, cells, selection)
-    contents["table2_ablations.tex"] = ablation_table(plan, cells, selection)
+    contents["table2_ablations.tex"] = ablation_table(plan, cells, selection, schedules)
     contents["table7_diagnostics.tex"] = diagnostics_table(plan, cells, diagnostics)
     written = []
     for name, text in contents.items():

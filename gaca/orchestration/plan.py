@@ -46,6 +46,8 @@ class PlannedRun:
     run_id: str | None = None
     label: str = ""
     """What tells it apart from the plan's other runs: its grid point without the shared overrides."""
+    resolved: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The composed config as a plain nested dict (what ``run_key`` hashes)."""
 
     @property
     def checkpoint_dir(self) -> Path:
@@ -102,7 +104,7 @@ def plan(items: list[tuple[str, list[str], list[str]]], compose: Callable[[list[
             continue
         # A URI's password never travels in a job's overrides: jobs get it through MLflow's variables.
         job_overrides = [redact_uri(override) for override in (*base, *grid)] + placement_overrides(config)
-        planned = PlannedRun(len(runs), block, grid, job_overrides, key, config)
+        planned = PlannedRun(len(runs), block, grid, job_overrides, key, config, resolved=resolved)
         by_key[key] = planned
         runs.append(planned)
     if errors:

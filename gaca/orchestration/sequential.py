@@ -46,9 +46,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--first-round", type=int, help=f"seeds of the first round (default {sequential.FIRST_ROUND})")
     group.add_argument("--round", type=int, help=f"seeds added per later round (default {sequential.ROUND})")
     group.add_argument("--spending", choices=sorted(sequential.SPENDING), help="alpha spending (default obf)")
+    group.add_argument(
+        "--claim",
+        action="append",
+        metavar="NAME",
+        help="decide only this claim of the block (repeatable; default every claim the block makes)",
+    )
 
 
-SEQUENTIAL_FLAGS = ("max_seeds", "margin", "first_round", "round", "spending")
+SEQUENTIAL_FLAGS = ("max_seeds", "margin", "first_round", "round", "spending", "claim")
 
 
 def design(args: argparse.Namespace) -> Schedule:
@@ -83,7 +89,7 @@ def store_key(block: str, run_overrides: list[str]) -> str:
 
 def run_until_decided(args: argparse.Namespace, blocks: list[Block], session: Any, run_overrides: list[str]) -> int:
     """Validate, store the design, then the rounds; the exit status."""
-    from analysis.sequential_claims import block_claims, decidable_blocks
+    from analysis.sequential_claims import block_claim_names, block_claims, decidable_blocks
     from gaca.orchestration.plan import InvalidRuns, plan_runs, tracking_of
 
     try:
@@ -95,6 +101,13 @@ def run_until_decided(args: argparse.Namespace, blocks: list[Block], session: An
             known = ", ".join(decidable_blocks())
             raise ValueError(
                 f"block {block.name!r} makes no claim comparisons to decide; --until-decided works for: {known}"
+            )
+        known_claims = block_claim_names(block.name)
+        unknown = [name for name in args.claim or () if name not in known_claims]
+        if unknown:
+            raise ValueError(
+                f"--claim {unknown[0]!r} is not a claim of block {block.name!r}; allowed: "
+                + ", ".join(repr(name) for name in known_claims)
             )
         seeded = [o for o in run_overrides if o.split("=", 1)[0].lstrip("+~") == "seed"]
         if seeded:
@@ -121,7 +134,7 @@ def run_until_decided(args: argparse.Namespace, blocks: list[Block], session: An
 
         print(f"dry run: the first round ({schedule.looks[0]} seeds) is")
         return execute(first, session, block.name, dry_run=True)
-    return rounds(block, schedule, key, session, run_overrides, uri, experiment)
+    return rounds(block, schedule, key, session, run_overrides, uri, experiment, args.claim or None)
 
 
 def seeds_override(seeds: int) -> str:
@@ -160,8 +173,17 @@ def stored_conflict(uri: str, experiment: str, key: str, schedule: Schedule) -> 
 
 
 def rounds(
-    block: Block, schedule: Schedule, key: str, session: Any, run_overrides: list[str], uri: str, experiment: str
+    block: Block,
+    schedule: Schedule,
+    key: str,
+    session: Any,
+    run_overrides: list[str],
+    uri: str,
+    experiment: str,
+    claims: list[str] | None = None,
 ) -> int:
+    """Round k runs seeds 0 .. n_k - 1 of the cells an undecided comparison reads (every cell in the
+    first round), then replays the design; ``claims`` names the claims to decide (default all)."""
     from mlflow.tracking import MlflowClient
 
     from gaca.orchestration.plan import plan_runs
@@ -172,9 +194,15 @@ def rounds(
     client = MlflowClient(tracking_uri=uri)
     if client.get_experiment(experiment_id).tags.get(key) is None:
         client.set_experiment_tag(experiment_id, key, schedule.tag())
+    needed: set[str] | None = None
     for k, seeds in enumerate(schedule.looks):
         print(f"\n=== round {k + 1} of at most {len(schedule.looks)}: seeds 0-{seeds - 1} ===", flush=True)
-        runs = plan_runs([block], [*run_overrides, seeds_override(seeds)], session.compose)
+        planned = plan_runs([block], [*run_overrides, seeds_override(seeds)], session.compose)
+        runs = planned
+        if needed is not None:
+            runs, skipped = needed_runs(block.name, planned, needed)
+            if skipped:
+                print(f"not run this round (no undecided comparison reads them): {', '.join(skipped)}")
         status = execute(runs, session, block.name, dry_run=False)
         if status:
             print(
@@ -183,11 +211,23 @@ def rounds(
             )
             return status
         tag_runs(client, uri, experiment, runs, block.name, schedule)
-        replay = evaluate(client, experiment, block.name, runs[0], schedule)
+        replay = evaluate(client, experiment, block.name, planned[0], schedule, claims)
         print(round_text(replay, block.name))
         if replay.finished:
             return 0
+        needed = replay.needed_rows()
     return 0
+
+
+def needed_runs(block_name: str, runs: list[PlannedRun], needed: set[str]) -> tuple[list[PlannedRun], list[str]]:
+    """The runs of ``runs`` whose row is in ``needed``, and the rows left out (in block order)."""
+    from analysis.blocks import get_block
+
+    block = get_block(block_name)
+    rows = {run.key: block.variant_of(run.resolved) for run in runs}
+    kept = [run for run in runs if (row := rows[run.key]) is None or row.name in needed]
+    skipped = [v.name for v in block.variants if v.name not in needed and any(r is v for r in rows.values())]
+    return kept, skipped
 
 
 def tag_runs(client: Any, uri: str, experiment: str, runs: list[PlannedRun], block: str, schedule: Schedule) -> None:
@@ -202,13 +242,16 @@ def tag_runs(client: Any, uri: str, experiment: str, runs: list[PlannedRun], blo
             client.set_tag(record.run_id, tag, schedule.tag())
 
 
-def evaluate(client: Any, experiment: str, block_name: str, sample: PlannedRun, schedule: Schedule) -> Replay:
-    """Replay the design on what the store holds for the block, at the setting its runs ran in."""
+def evaluate(
+    client: Any, experiment: str, block_name: str, sample: PlannedRun, schedule: Schedule, claims: list[str] | None
+) -> Replay:
+    """Replay the design on what the store holds for the block, at the setting its runs ran in;
+    ``claims`` (names) the claims replayed, default every claim of the block."""
     from analysis.blocks import get_block
     from analysis.cells import Plan
     from analysis.claims import Evidence
     from analysis.report import read
-    from analysis.sequential_claims import block_claims, replay
+    from analysis.sequential_claims import block_claim_names, replay
     from gaca.tracking.tags import scale
 
     block = get_block(block_name)
@@ -217,7 +260,8 @@ def evaluate(client: Any, experiment: str, block_name: str, sample: PlannedRun, 
     env, where = plan.settings(block)[0]
     names = {plan.cell(variant, env, where): variant.name for variant in block.variants}
     evidence = Evidence(plan, runs.results, runs.diagnostics)
-    return replay(evidence, block_claims(block_name), schedule, names)
+    functions = [f for name, f in block_claim_names(block_name).items() if claims is None or name in claims]
+    return replay(evidence, functions, schedule, names)
 
 
 def round_text(replay: Replay, block: str) -> str:

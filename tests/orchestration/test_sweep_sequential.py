@@ -82,3 +82,34 @@ def test_the_design_is_stored_per_block_and_run_overrides_but_not_per_place():
     assert store_key("detector", []) == store_key("detector", ["tracking.uri=sqlite:///a.db", "output_dir=/b"])
     assert store_key("detector", ["env=shop"]) == store_key("detector", ["output_dir=/b", "env=shop"])
     assert store_key("detector", ["env=shop"]) != store_key("detector", []) != store_key("lambda0", [])
+
+
+def test_a_round_runs_only_the_rows_an_undecided_comparison_reads():
+    from hydra.core.global_hydra import GlobalHydra
+
+    from gaca.orchestration.blocks import load_blocks
+    from gaca.orchestration.plan import plan_runs
+    from gaca.orchestration.sequential import needed_runs
+    from gaca.orchestration.session import HydraSession
+
+    blocks = load_blocks("lambda0")
+    session = HydraSession("local", [], [b.search_path for b in blocks], Path("unused"), job_name="test")
+    try:
+        runs = plan_runs(blocks, ["seed=0,1"], session.compose)
+    finally:
+        GlobalHydra.instance().clear()
+    kept, skipped = needed_runs("lambda0", runs, {"lambda0=0", "lambda0=0.5"})
+    assert len(runs) == 12 and len(kept) == 4
+    assert sorted({run.resolved["algorithm"]["lambda0"] for run in kept}) == [0.0, 0.5]
+    assert all(run.resolved["algorithm"]["alpha_lambda"] == 0 for run in kept)
+    assert skipped == ["lambda0=0.25", "lambda0=0.75", "lambda0=1", "gaca"]
+    assert needed_runs("lambda0", runs, set())[0] == []
+
+
+def test_a_claim_the_block_does_not_make_is_one_line(workspace: Path, capsys):
+    assert sweep.main(["lambda0", "--until-decided", "--claim", "detector order"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "--claim 'detector order' is not a claim of block 'lambda0'; allowed: " in err
+    assert "'lambda0 sweep concave'" in err and "'no fixed lambda0 matches'" in err
+    assert not (workspace / "mlflow.db").exists() and not (workspace / "multirun").exists()
