@@ -15,7 +15,7 @@ from scipy.special import expit
 
 from analysis import sequential
 from analysis.cells import PAIRED_TASKS, UNPAIRED, CellKey, CellResult, compare
-from analysis.sequential import CONTRADICTED, HOLDS, Schedule
+from analysis.sequential import CONTRADICTED, EQUIVALENT, GREATER, HOLDS, NO_GAIN, Schedule
 from analysis.sequential_sim import REGIMES, simulate
 from analysis.sequential_sim import TASKS as SIM_TASKS
 
@@ -109,3 +109,23 @@ def test_the_sequential_design_stops_early_on_a_true_difference_with_the_power_o
     assert 0.5 < fixed_power < 0.65
     assert power >= fixed_power - 0.08, (power, fixed_power)
     assert run.seeds.mean() < 14.0
+
+
+@pytest.mark.parametrize("regime", REGIMES, ids=[r.name for r in REGIMES])
+@pytest.mark.parametrize("max_seeds", [9, 15])
+def test_does_not_help_and_equivalent_keep_their_error_over_all_looks(regime, max_seeds):
+    # "Does not help" (NO_GAIN: the repeated interval's top below +margin, one-sided at 5%) when the
+    # true gain is the margin itself: false "holds" within 5% plus two standard errors. A true
+    # difference of the margin is never called equivalent (inside ±margin) beyond 2.5%.
+    schedule = Schedule.rounds(max_seeds).calibrated()
+    rng = np.random.default_rng([31, max_seeds])
+    differences, variances = simulate(rng, regime, schedule.margin, SEQUENTIAL_REPLICATES, max_seeds)
+    no_gain = sequential.run_sequential(differences, variances, SIM_TASKS, schedule, NO_GAIN)
+    assert np.mean(no_gain.decision == HOLDS) <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / SEQUENTIAL_REPLICATES)
+    greater = sequential.run_sequential(differences, variances, SIM_TASKS, schedule, GREATER)
+    assert np.mean(greater.decision == EQUIVALENT) <= 0.025 + 2 * np.sqrt(0.025 * 0.975 / SEQUENTIAL_REPLICATES)
+    # And it is a test, not a refusal: with no gain and stable seeds it holds in a fair share.
+    if not regime.collapse:
+        differences, variances = simulate(rng, regime, 0.0, SEQUENTIAL_REPLICATES, max_seeds)
+        held = sequential.run_sequential(differences, variances, SIM_TASKS, schedule, NO_GAIN).decision == HOLDS
+        assert np.mean(held) > 0.2
