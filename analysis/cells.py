@@ -561,9 +561,12 @@ def diagnostics(cells: Collection[CellResult], curves: pd.DataFrame) -> pd.DataF
     return members.merge(averages, on="run_id", how="inner")
 
 
-def mean_curve(cell: CellResult, curves: pd.DataFrame, metric: str = EVAL_METRIC) -> pd.DataFrame:
+def mean_curve(
+    cell: CellResult, curves: pd.DataFrame, metric: str = EVAL_METRIC, bounds: tuple[float, float] | None = (0.0, 1.0)
+) -> pd.DataFrame:
     """The cell's ``metric`` against iteration over its seeds: ``step, mean, std, low, high, n``
-    (``low``/``high``: the 95% t interval of the mean; NaN with one seed).
+    (``low``/``high``: the 95% t interval of the mean, clipped to ``bounds``, the metric's range: a
+    success rate's by default; NaN with one seed).
 
     Only iterations that every seed evaluated are kept, so the mean is never over a partial set.
     """
@@ -575,13 +578,16 @@ def mean_curve(cell: CellResult, curves: pd.DataFrame, metric: str = EVAL_METRIC
     mean = by_step.mean(axis=1).to_numpy()
     std = by_step.std(axis=1, ddof=1).to_numpy() if cell.n > 1 else np.full(len(by_step), np.nan)
     half = stats.mean_half_width(std, cell.n)
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
     return pd.DataFrame(
         {
             "step": by_step.index.to_numpy(),
             "mean": mean,
             "std": std,
-            "low": mean - half,
-            "high": mean + half,
+            "low": low,
+            "high": high,
             "n": cell.n,
         }
     )

@@ -15,6 +15,7 @@ import fcntl
 import os
 import re
 import sqlite3
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +23,8 @@ from pathlib import Path
 FOLDER = "mlflow-backups"
 KEEP = 10
 """Backups kept per store; the oldest beyond these are deleted after each new one."""
+STALE_PARTIAL_S = 600.0
+"""A ``*.db.partial`` copy untouched for this long is removed by the next backup (its driver died)."""
 REPLACED = ".replaced-"
 """``mlflow.db.replaced-<time>``: a store that a restore moved aside (never deleted by gaca)."""
 _STAMP = "%Y%m%dT%H%M%SZ"
@@ -85,6 +88,14 @@ def backup_store(store: Path, reason: str, keep: int = KEEP) -> Backup | None:
     os.replace(partial, target)
     for old in backups(store)[keep:]:
         old.path.unlink(missing_ok=True)
+    for stale in folder.glob("*.db.partial"):
+        # Left by a driver killed mid-copy (SIGKILL: no cleanup ran). A copy in progress keeps writing,
+        # so a partial file untouched this long is nobody's.
+        try:
+            if time.time() - stale.stat().st_mtime > STALE_PARTIAL_S:
+                stale.unlink()
+        except FileNotFoundError:
+            pass
     return Backup(target, now.replace(microsecond=0), reason)
 
 

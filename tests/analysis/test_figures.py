@@ -94,6 +94,9 @@ def test_learning_curves_have_a_95_percent_band_per_row(report, monkeypatch, tmp
     )
     cell = CellResult(CellKey((), "household", "tiny"), ("a", "b", "c"), (0, 1, 2), np.array([0.5] * 3), None)
     curve = mean_curve(cell, curves)
-    half = 4.302652729911275 * 0.1 / np.sqrt(3)  # t(0.975, 2) x std / sqrt(n)
-    assert curve["low"].tolist() == pytest.approx([0.2 - half, 0.5])
+    half = 4.302652729911275 * 0.1 / np.sqrt(3)  # t(0.975, 2) x std / sqrt(n) = 0.248
+    # 0.2 - 0.248 is below what a success rate can be: the band stops at 0.
+    assert curve["low"].tolist() == pytest.approx([0.0, 0.5])
     assert curve["high"].tolist() == pytest.approx([0.2 + half, 0.5])
+    unbounded = mean_curve(cell, curves, bounds=None)
+    assert unbounded["low"].tolist() == pytest.approx([0.2 - half, 0.5])

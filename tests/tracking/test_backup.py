@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,18 @@ def test_restore_refuses_while_a_process_uses_the_store(tmp_path: Path):
         holder.kill()
         holder.wait()
     backup.restore(database)  # the holder is gone
+
+
+def test_a_partial_copy_left_by_a_killed_driver_is_removed_and_one_in_progress_is_not(tmp_path: Path):
+    database, _ = make_store(tmp_path, 1)
+    folder = backup.backup_folder(database)
+    folder.mkdir(parents=True, exist_ok=True)
+    stale = folder / "mlflow-20261203T000000Z-sweep-x.db.partial"
+    fresh = folder / "mlflow-20261203T000001Z-sweep-y.db.partial"
+    stale.write_bytes(b"half a copy")
+    fresh.write_bytes(b"a copy being written")
+    old = time.time() - backup.STALE_PARTIAL_S - 60
+    os.utime(stale, (old, old))
+    backup.backup_store(database, "sweep-z")
+    assert not stale.exists() and fresh.exists()
+    assert len(backup.backups(database)) == 1
