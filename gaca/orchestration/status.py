@@ -1,5 +1,5 @@
 """``gaca status [BLOCK|all] [overrides]``: from MLflow, what of each block is done, running,
-interrupted, failed or missing. The overrides select the same runs as ``gaca sweep`` with them."""
+interrupted, failed or missing, and which of the runs not started a live sweep has claimed (queued). The overrides select the same runs as ``gaca sweep`` with them."""
 
 from __future__ import annotations
 
@@ -14,12 +14,15 @@ from gaca.orchestration.display import table
 from gaca.orchestration.plan import DONE, FAILED_BEFORE, INTERRUPTED, RUNNING, TO_RUN
 from gaca.tracking.secrets import redact_text, redact_uri
 
+QUEUED = "queued"
+"""Not started (missing, failed or interrupted in MLflow), but claimed by a live sweep that will launch it."""
 COLUMNS = (
     (DONE, "done"),
     (RUNNING, "running"),
     (INTERRUPTED, "interrupted"),
     (FAILED_BEFORE, "failed"),
     (TO_RUN, "missing"),
+    (QUEUED, "queued"),
 )
 
 
@@ -37,6 +40,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     from gaca.orchestration.blocks import load_blocks
+    from gaca.orchestration.claims import held
     from gaca.orchestration.plan import InvalidRuns, attach_states, plan_runs, recorded_runs, tracking_of
     from gaca.orchestration.session import HydraSession, split_overrides
     from gaca.tracking.store import StoreUnavailable, check_store
@@ -63,6 +67,9 @@ def main(argv: list[str]) -> int:
     rows = []
     for name, runs in plans.items():
         attach_states(runs, recorded)
+        for run in runs:
+            if run.state in (TO_RUN, FAILED_BEFORE, INTERRUPTED) and held(run.checkpoint_dir):
+                run.state = QUEUED
         keys = {run.key for run in runs}
         others = sum(1 for key, r in recorded.items() if r.tags.get(TAG_BLOCK) == name and key not in keys)
         rows.append([name, len(runs), *(sum(run.state == state for run in runs) for state, _ in COLUMNS), others])

@@ -88,7 +88,17 @@ def test_dry_run_and_status_read_each_runs_state_from_mlflow(workspace: Path, ca
         "interrupted": "0",
         "failed": "1",
         "missing": "0",
+        "queued": "0",
     }, out
+
+    # Another sweep claimed the failed run (it will relaunch it): queued, not failed.
+    from gaca.orchestration.claims import Claims
+
+    claims = Claims()
+    assert claims.take(runs[1]) is None
+    assert status.main(["detector", "seed=0", *TINY]) == 0
+    counts = block_counts(capsys.readouterr().out)["detector"]
+    assert (counts["failed"], counts["queued"]) == ("0", "1"), counts
 
 
 def state_column(line: str) -> str:
@@ -100,13 +110,13 @@ def block_counts(out: str) -> dict[str, dict[str, str]]:
     """`gaca status`'s block table as {block: {column: cell}}."""
     lines = out.splitlines()
     header_at = next(i for i, line in enumerate(lines) if line.startswith("block "))
-    header = lines[header_at].split()[:7]
+    header = lines[header_at].split()[:8]
     counts = {}
     for line in lines[header_at + 2 :]:
         if not line.strip():
             break
         cells = line.split()
-        counts[cells[0]] = dict(zip(header[1:], cells[1:7]))
+        counts[cells[0]] = dict(zip(header[1:], cells[1:8]))
     return counts
 
 
