@@ -1,5 +1,6 @@
 """``gaca status [BLOCK|all] [overrides]``: from MLflow, what of each block is done, running,
-interrupted, failed or missing, and which of the runs not started a live sweep has claimed (queued). The overrides select the same runs as ``gaca sweep`` with them."""
+interrupted, failed or missing, and which of the runs not started a live sweep has claimed (queued).
+The overrides select the same runs as ``gaca sweep`` with them."""
 
 from __future__ import annotations
 
