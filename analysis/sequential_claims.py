@@ -211,6 +211,31 @@ def repeated_interval(schedule: Schedule, comparison: Comparison) -> tuple[float
     return comparison.estimate - half, comparison.estimate + half, level
 
 
+STAND_IN_SUCCESS = (0.4, 0.5, 0.6)
+"""The success of every stand-in cell of ``rows_compared``, seeds 0, 1, 2 (values without a meaning)."""
+
+
+def rows_compared(
+    plan: Plan, functions: Sequence[Callable[[Evidence], Claim]], names: Mapping[CellKey, str]
+) -> set[str]:
+    """The rows (of ``names``) whose cells the claims' comparisons read, found by making them on
+    stand-in cells, before any run: which comparisons a claim makes depends on which cells exist,
+    not on their values (the stand-ins decide nothing and are never shown)."""
+    seeds = tuple(range(len(STAND_IN_SUCCESS)))
+    stand_ins = {
+        key: CellResult(key, tuple(f"stand-in-{seed}" for seed in seeds), seeds, np.array(STAND_IN_SUCCESS), None)
+        for key in names
+    }
+    evidence = Evidence(plan, stand_ins, pd.DataFrame())
+    return {
+        names[cell]
+        for function in functions
+        for _, comparison in function(evidence).comparisons
+        for cell in comparison.cells
+        if cell in names
+    }
+
+
 def block_claim_names(block: str) -> dict[str, Callable[[Evidence], Claim]]:
     """The claims that a block's comparisons make (``claims.CLAIMS`` naming only that block), by name."""
     return {name: function for name, (needs, function) in claims_module.CLAIMS.items() if needs == (block,)}

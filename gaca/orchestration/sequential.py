@@ -1,10 +1,12 @@
 """``gaca sweep BLOCK --until-decided [--max-seeds N] [--margin M]``: run a block in rounds of seeds
 until every comparison its claims make is decided (``analysis.sequential``), or the budget is spent.
 
-Round k runs seeds 0 .. n_k - 1 of every cell of the block (the seeds already finished are skipped,
-as in any sweep), then the block's claims are replayed look by look at the design's boundaries
-(``analysis.sequential_claims``): the current repeated intervals, the boundary, which comparisons
-remain and the seeds left are printed, and the block stops when nothing remains.
+Round k runs seeds 0 .. n_k - 1 of the cells the claims compare (the first round: every row a
+comparison of the block's claims, or of the ``--claim`` ones, reads; later rounds: the rows of the
+comparisons still undecided; the seeds already finished are skipped, as in any sweep), then the
+claims are replayed look by look at the design's boundaries (``analysis.sequential_claims``): the
+current repeated intervals, the boundary, which comparisons remain and the seeds left are printed,
+and the block stops when nothing remains.
 
 The design (``analysis.sequential.Schedule``) is written once as the experiment tag
 ``gaca.sequential.<block>[.<hash of the run overrides, where runs log aside>]`` before the first round; a rerun with
@@ -199,6 +201,8 @@ def rounds(
         print(f"\n=== round {k + 1} of at most {len(schedule.looks)}: seeds 0-{seeds - 1} ===", flush=True)
         planned = plan_runs([block], [*run_overrides, seeds_override(seeds)], session.compose)
         runs = planned
+        if k == 0:
+            needed = compared_rows(block.name, planned[0], claims)
         if needed is not None:
             runs, skipped = needed_runs(block.name, planned, needed)
             if skipped:
@@ -218,6 +222,21 @@ def rounds(
         # No comparison could be made yet (a claim without its cells): every cell again.
         needed = replay.needed_rows() if replay.tested else None
     return 0
+
+
+def compared_rows(block_name: str, sample: PlannedRun, claims: list[str] | None) -> set[str]:
+    """The rows the block's (selected) claims compare: the first round runs only these."""
+    from analysis.blocks import get_block
+    from analysis.cells import Plan
+    from analysis.sequential_claims import block_claim_names, rows_compared
+    from gaca.tracking.tags import scale
+
+    block = get_block(block_name)
+    plan = Plan((block,), env=sample.config.env.name, scale=scale(sample.config))
+    env, where = plan.settings(block)[0]
+    names = {plan.cell(variant, env, where): variant.name for variant in block.variants}
+    functions = [f for name, f in block_claim_names(block_name).items() if claims is None or name in claims]
+    return rows_compared(plan, functions, names)
 
 
 def needed_runs(block_name: str, runs: list[PlannedRun], needed: set[str]) -> tuple[list[PlannedRun], list[str]]:

@@ -96,3 +96,21 @@ def test_the_procedure_stops_at_its_first_decision():
     run = sequential.run_sequential(differences, np.full((2, 9), 1e-4), 128, schedule)
     assert list(run.decision) == [HOLDS, CONTINUE]
     assert list(run.seeds) == [6, 9]  # at 3 seeds the t quantile (2 df) at the first look's level is 37
+
+
+def test_the_rows_a_claim_compares_are_known_before_any_run():
+    from analysis.blocks import get_block
+    from analysis.cells import Plan
+    from analysis.sequential_claims import block_claim_names, rows_compared
+
+    def rows(block_name: str, claim: str) -> set[str]:
+        block = get_block(block_name)
+        plan = Plan((block,), env="errand", scale="tiny")
+        env, scale = plan.settings(block)[0]
+        names = {plan.cell(variant, env, scale): variant.name for variant in block.variants}
+        return rows_compared(plan, [block_claim_names(block_name)[claim]], names)
+
+    # Concavity compares the middle point with both ends: the first round needs 3 of the 6 rows.
+    assert rows("lambda0", "lambda0 sweep concave") == {"lambda0=0", "lambda0=0.5", "lambda0=1"}
+    assert rows("lambda0", "no fixed lambda0 matches") == {v.name for v in get_block("lambda0").variants}
+    assert rows("detector", "detector order") == {"random", "uniform", "entropy"}
