@@ -76,6 +76,25 @@ def test_a_block_runs_in_rounds_until_decided_and_resumes_with_its_design(tmp_pa
     assert len(logged_runs(uri)) == 9
 
 
+@pytest.mark.slow
+def test_one_claim_runs_only_the_rows_it_compares(tmp_path: Path):
+    # Concavity compares lambda0 = 0.5 with 0 and 1: 3 of the block's 6 rows, never 0.25, 0.75 or
+    # the adaptive gate. The tiny runs all score 0: both comparisons are equivalent at the last look.
+    design = ["--until-decided", "--first-round", "2", "--round", "1", "--max-seeds", "3"]
+    claim = ["--claim", "lambda0 sweep concave"]
+    result = gaca("sweep", "lambda0", *design, *claim, *TINY, cwd=tmp_path, timeout=1500)
+    assert result.returncode == 0, result.stderr
+    assert "lambda0=0.5 − lambda0=0: +0.00 pts" in result.stdout and "lambda0=0.5 − lambda0=1" in result.stdout
+    assert "lambda0: every comparison decided at 3 seeds per cell" in result.stdout
+    runs = logged_runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert len(runs) == 9
+    assert {(run.params["algorithm.lambda0"], run.params["algorithm.alpha_lambda"]) for run in runs} == {
+        ("0", "0"),
+        ("0.5", "0"),
+        ("1", "0"),
+    }
+
+
 def test_the_design_is_stored_per_block_and_run_overrides_but_not_per_place():
     from gaca.orchestration.sequential import store_key
 
