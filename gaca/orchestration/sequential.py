@@ -135,7 +135,8 @@ def run_until_decided(args: argparse.Namespace, blocks: list[Block], session: An
         from gaca.orchestration.sweep import execute
 
         print(f"dry run: the first round ({schedule.looks[0]} seeds) is")
-        return execute(first, session, block.name, dry_run=True)
+        runs, _ = needed_runs(block.name, first, compared_rows(block.name, first[0], args.claim or None))
+        return execute(runs, session, block.name, dry_run=True)
     return rounds(block, schedule, key, session, run_overrides, uri, experiment, args.claim or None)
 
 
@@ -206,7 +207,7 @@ def rounds(
         if needed is not None:
             runs, skipped = needed_runs(block.name, planned, needed)
             if skipped:
-                print(f"not run this round (no undecided comparison reads them): {', '.join(skipped)}")
+                print(f"not run this round (no comparison still to decide reads them): {', '.join(skipped)}")
         status = execute(runs, session, block.name, dry_run=False)
         if status:
             print(
@@ -224,19 +225,35 @@ def rounds(
     return 0
 
 
-def compared_rows(block_name: str, sample: PlannedRun, claims: list[str] | None) -> set[str]:
-    """The rows the block's (selected) claims compare: the first round runs only these."""
+def block_setting(block_name: str, sample: PlannedRun) -> tuple[Any, Any]:
+    """The report's block and a plan of it at the setting ``sample`` (a run of the block) runs in."""
     from analysis.blocks import get_block
     from analysis.cells import Plan
-    from analysis.sequential_claims import block_claim_names, rows_compared
     from gaca.tracking.tags import scale
 
     block = get_block(block_name)
-    plan = Plan((block,), env=sample.config.env.name, scale=scale(sample.config))
+    return block, Plan((block,), env=sample.config.env.name, scale=scale(sample.config))
+
+
+def row_names(block: Any, plan: Any) -> dict[Any, str]:
+    """The block's cells at the plan's setting, with their row names."""
     env, where = plan.settings(block)[0]
-    names = {plan.cell(variant, env, where): variant.name for variant in block.variants}
-    functions = [f for name, f in block_claim_names(block_name).items() if claims is None or name in claims]
-    return rows_compared(plan, functions, names)
+    return {plan.cell(variant, env, where): variant.name for variant in block.variants}
+
+
+def selected_claims(block_name: str, claims: list[str] | None) -> list[Any]:
+    """The claim functions of the block that ``claims`` names (default all of them)."""
+    from analysis.sequential_claims import block_claim_names
+
+    return [f for name, f in block_claim_names(block_name).items() if claims is None or name in claims]
+
+
+def compared_rows(block_name: str, sample: PlannedRun, claims: list[str] | None) -> set[str]:
+    """The rows the block's (selected) claims compare: the first round runs only these."""
+    from analysis.sequential_claims import rows_compared
+
+    block, plan = block_setting(block_name, sample)
+    return rows_compared(plan, selected_claims(block_name, claims), row_names(block, plan))
 
 
 def needed_runs(block_name: str, runs: list[PlannedRun], needed: set[str]) -> tuple[list[PlannedRun], list[str]]:
@@ -267,21 +284,14 @@ def evaluate(
 ) -> Replay:
     """Replay the design on what the store holds for the block, at the setting its runs ran in;
     ``claims`` (names) the claims replayed, default every claim of the block."""
-    from analysis.blocks import get_block
-    from analysis.cells import Plan
     from analysis.claims import Evidence
     from analysis.report import read
-    from analysis.sequential_claims import block_claim_names, replay
-    from gaca.tracking.tags import scale
+    from analysis.sequential_claims import replay
 
-    block = get_block(block_name)
-    plan = Plan((block,), env=sample.config.env.name, scale=scale(sample.config))
+    block, plan = block_setting(block_name, sample)
     plan, runs = read(client, experiment, plan, "final", None)
-    env, where = plan.settings(block)[0]
-    names = {plan.cell(variant, env, where): variant.name for variant in block.variants}
     evidence = Evidence(plan, runs.results, runs.diagnostics)
-    functions = [f for name, f in block_claim_names(block_name).items() if claims is None or name in claims]
-    return replay(evidence, functions, schedule, names)
+    return replay(evidence, selected_claims(block_name, claims), schedule, row_names(block, plan))
 
 
 def round_text(replay: Replay, block: str) -> str:

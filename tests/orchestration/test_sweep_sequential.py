@@ -132,3 +132,12 @@ def test_a_claim_the_block_does_not_make_is_one_line(workspace: Path, capsys):
     assert "--claim 'detector order' is not a claim of block 'lambda0'; allowed: " in err
     assert "'lambda0 sweep concave'" in err and "'no fixed lambda0 matches'" in err
     assert not (workspace / "mlflow.db").exists() and not (workspace / "multirun").exists()
+
+
+def test_a_dry_run_lists_the_first_round_of_the_rows_the_claim_compares(workspace: Path, capsys):
+    argv = ["lambda0", "--until-decided", "--claim", "lambda0 sweep concave", "--dry-run", *TINY]
+    assert sweep.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "lambda0: 9 runs (9 to run)" in out, out
+    assert "algorithm.lambda0=0.25" not in out and "algorithm.lambda0=0.75" not in out
+    assert not (workspace / "multirun").exists()
