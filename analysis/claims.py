@@ -474,8 +474,15 @@ def markdown(claims: Sequence[Claim], header: Sequence[str], efficiency: pd.Data
     return "\n".join(lines) + "\n"
 
 
-def latex_table(claims: Sequence[Claim]) -> str:
-    """The verdicts, then the power of each comparison, as booktabs tables for report.tex."""
+SEQUENTIAL_VERDICTS = (
+    "A block run until decided takes its verdicts from its repeated intervals instead (its design is stated "
+    "with the data)."
+)
+
+
+def latex_table(claims: Sequence[Claim], sequential: bool = False) -> str:
+    """The verdicts, then the power of each comparison, as booktabs tables for report.tex;
+    ``sequential``: some block's verdicts are its sequential design's."""
     rows = [rf"{i} & {escape(claim.statement)} & \textbf{{{claim.verdict}}} \\" for i, claim in enumerate(claims, 1)]
     lines = [
         r"\begin{table}[H]",
@@ -483,7 +490,9 @@ def latex_table(claims: Sequence[Claim]) -> str:
         r"\small",
         r"\caption*{The paper's qualitative claims checked on the runs (numbers and intervals in claims.md). "
         r"Holds / contradicted: the 95\% interval of the difference lies above / below zero; inconclusive: it "
-        rf"includes zero; ``does not help'' is two one-sided tests against $\pm{MARGIN_POINTS:g}$ points.}}",
+        rf"includes zero; ``does not help'' is two one-sided tests against $\pm{MARGIN_POINTS:g}$ points."
+        + (" " + escape(SEQUENTIAL_VERDICTS) if sequential else "")
+        + "}",
         r"\begin{tabular}{rp{0.68\linewidth}l}",
         r"\toprule",
         r"\# & Claim & Verdict \\",

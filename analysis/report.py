@@ -270,7 +270,7 @@ def write_artifacts(
     (out / "claims.md").write_text(claims.markdown(checked, header, efficiency))
     written.append(out / "claims.md")
     if checked:
-        (out / "tables" / "claims.tex").write_text(claims.latex_table(checked))
+        (out / "tables" / "claims.tex").write_text(claims.latex_table(checked, sequential=bool(replays)))
         written.append(out / "tables" / "claims.tex")
     _ledger_frame(runs.ledger, plan).to_csv(out / "runs.csv", index=False)
     written.append(out / "runs.csv")

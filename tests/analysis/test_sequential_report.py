@@ -66,6 +66,9 @@ def test_the_report_states_the_design_and_takes_its_verdicts(sequential_store, t
     # One comparison undecided: the claim is inconclusive under the design, whatever the fixed-n one says.
     assert "| Detector: random < uniform < entropy (Section 4.3) | **inconclusive** |" in text
     assert "Sequential design of detector" in report.stdout
+    from analysis.claims import SEQUENTIAL_VERDICTS
+
+    assert SEQUENTIAL_VERDICTS in (tmp_path / "tables" / "claims.tex").read_text()
 
 
 @pytest.mark.slow
