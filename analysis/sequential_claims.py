@@ -77,11 +77,10 @@ class Replay:
 
     @property
     def finished(self) -> bool:
-        """Every comparison decided, or the last look made for every one that is not."""
+        """Every comparison decided, or the last look made for every one that is not (nothing
+        tested yet: not finished)."""
         last = len(self.schedule.looks) - 1
-        if not self.tested:
-            return self.looks_made == len(self.schedule.looks)
-        return all(t.look == last for t in self.remaining)
+        return bool(self.tested) and all(t.look == last for t in self.remaining)
 
     def needed_rows(self) -> set[str]:
         """The rows whose cells an undecided comparison reads: what the next round must run."""
@@ -157,8 +156,7 @@ def replay(
                     continue  # this look is not made for it: a cell lacks some of seeds 0 .. n - 1
                 made_here = True
                 level = float(schedule.levels(kind)[k])
-                half = rci_half_width(comparison.levels, comparison.seeds, level) if level > 0 else math.inf
-                low, high = comparison.estimate - half, comparison.estimate + half
+                low, high = interval_at(comparison, level)
                 made = str(decide(np.array([low]), np.array([high]), kind, schedule.margin)[0])
                 if claim.verdict == MISSING:
                     made = CONTINUE
@@ -170,8 +168,8 @@ def replay(
                     made != CONTINUE,
                     comparison.seeds,
                     comparison.estimate,
-                    low if math.isfinite(half) else math.nan,
-                    high if math.isfinite(half) else math.nan,
+                    low,
+                    high,
                     level,
                     made,
                     tuple(names[cell] for cell in comparison.cells if cell in names),
@@ -205,10 +203,16 @@ def repeated_interval(schedule: Schedule, comparison: Comparison) -> tuple[float
     first deciding look. Valid at whichever look the rounds stopped, as the decisions are."""
     reached = [k for k, n in enumerate(schedule.looks) if n <= comparison.seeds]
     level = float(schedule.levels()[reached[-1]]) if reached else 0.0
+    return (*interval_at(comparison, level), level)
+
+
+def interval_at(comparison: Comparison, level: float) -> tuple[float, float]:
+    """``comparison``'s repeated interval at a look's nominal two-sided ``level``; NaN bounds at
+    level 0 (a look before the first deciding one: no interval, ``decide`` continues)."""
     if level == 0.0:
-        return math.nan, math.nan, 0.0
+        return math.nan, math.nan
     half = rci_half_width(comparison.levels, comparison.seeds, level)
-    return comparison.estimate - half, comparison.estimate + half, level
+    return comparison.estimate - half, comparison.estimate + half
 
 
 STAND_IN_SUCCESS = (0.4, 0.5, 0.6)

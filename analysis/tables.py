@@ -91,10 +91,27 @@ NOT_ESTIMABLE = "n/e"
 """A difference over one seed: no seed-level variance, so no interval."""
 
 
-def difference_interval(comparison: Comparison | None) -> str:
+SEQUENTIAL_MARK = "^{s}"
+SEQUENTIAL_NOTE = (
+    r"$^{s}$: a block run in rounds until decided (its design in claims.md): $\Delta$'s interval is the "
+    r"repeated confidence interval of the last look its seeds reach, valid at whichever look the rounds "
+    r"stopped; none before the first deciding look."
+)
+
+
+def difference_interval(comparison: Comparison | None, schedule: Schedule | None = None) -> str:
+    """The fixed-n interval of ``comparison``; for a block run until decided (``schedule``), its
+    repeated interval (``sequential_claims.repeated_interval``), marked."""
     if comparison is None:
         return NOT_RUN
-    return interval(comparison.low, comparison.high, signed=True) if comparison.estimable else NOT_ESTIMABLE
+    if not comparison.estimable:
+        return NOT_ESTIMABLE
+    if schedule is None:
+        return interval(comparison.low, comparison.high, signed=True)
+    low, high, _ = repeated_interval(schedule, comparison)
+    if math.isnan(low):
+        return f"{NOT_RUN}${SEQUENTIAL_MARK}$"
+    return f"$[{100 * low:+.2f}, {100 * high:+.2f}]{SEQUENTIAL_MARK}$"
 
 
 def _pairing_notes(comparisons: Sequence[Comparison | None]) -> str:
@@ -205,26 +222,6 @@ def main_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) 
     return table(tabular("lll" + "c" * (len(header) - 3), header, body), caption.strip(), "tab:main", after)
 
 
-SEQUENTIAL_MARK = "^{s}"
-SEQUENTIAL_NOTE = (
-    r"$^{s}$: a block run in rounds until decided (its design in claims.md): $\Delta$'s interval is the "
-    r"repeated confidence interval of the last look its seeds reach, valid at whichever look the rounds "
-    r"stopped; none before the first deciding look."
-)
-
-
-def repeated_difference_interval(comparison: Comparison | None, schedule: Schedule) -> str:
-    """A sequential block's Δ interval (``sequential_claims.repeated_interval``), marked."""
-    if comparison is None:
-        return NOT_RUN
-    if not comparison.estimable:
-        return NOT_ESTIMABLE
-    low, high, _ = repeated_interval(schedule, comparison)
-    if math.isnan(low):
-        return f"{NOT_RUN}${SEQUENTIAL_MARK}$"
-    return f"$[{100 * low:+.2f}, {100 * high:+.2f}]{SEQUENTIAL_MARK}$"
-
-
 def ablation_table(
     plan: Plan,
     cells: Mapping[CellKey, CellResult],
@@ -265,11 +262,7 @@ def ablation_table(
                     interval(*cell.interval()) if cell.n else NOT_RUN,
                     success(cell, measure="auc"),
                     "(ref.)" if is_reference else difference(gain),
-                    ""
-                    if is_reference
-                    else difference_interval(gain)
-                    if schedule is None
-                    else repeated_difference_interval(gain, schedule),
+                    "" if is_reference else difference_interval(gain, schedule),
                 ]
             )
         measured = [gain for gain in gains if gain is not None]

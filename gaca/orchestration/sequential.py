@@ -131,13 +131,14 @@ def run_until_decided(args: argparse.Namespace, blocks: list[Block], session: An
         print(f"gaca sweep: {problem}; nothing was launched", file=sys.stderr)
         return EXIT_INVALID
     print(design_text(schedule))
+    claims = args.claim or None
+    compared = compared_rows(block.name, first[0], claims)
     if args.dry_run:
         from gaca.orchestration.sweep import execute
 
         print(f"dry run: the first round ({schedule.looks[0]} seeds) is")
-        runs, _ = needed_runs(block.name, first, compared_rows(block.name, first[0], args.claim or None))
-        return execute(runs, session, block.name, dry_run=True)
-    return rounds(block, schedule, key, session, run_overrides, uri, experiment, args.claim or None)
+        return execute(needed_runs(block.name, first, compared)[0], session, block.name, dry_run=True)
+    return rounds(block, schedule, key, session, run_overrides, uri, experiment, claims, compared)
 
 
 def seeds_override(seeds: int) -> str:
@@ -183,10 +184,12 @@ def rounds(
     run_overrides: list[str],
     uri: str,
     experiment: str,
-    claims: list[str] | None = None,
+    claims: list[str] | None,
+    compared: set[str],
 ) -> int:
-    """Round k runs seeds 0 .. n_k - 1 of the cells an undecided comparison reads (every cell in the
-    first round), then replays the design; ``claims`` names the claims to decide (default all)."""
+    """Round k runs seeds 0 .. n_k - 1 of the cells an undecided comparison reads (the first round:
+    ``compared``, the rows the claims compare), then replays the design; ``claims`` names the claims
+    to decide (None: all)."""
     from mlflow.tracking import MlflowClient
 
     from gaca.orchestration.plan import plan_runs
@@ -197,13 +200,11 @@ def rounds(
     client = MlflowClient(tracking_uri=uri)
     if client.get_experiment(experiment_id).tags.get(key) is None:
         client.set_experiment_tag(experiment_id, key, schedule.tag())
-    needed: set[str] | None = None
+    needed: set[str] | None = compared
     for k, seeds in enumerate(schedule.looks):
         print(f"\n=== round {k + 1} of at most {len(schedule.looks)}: seeds 0-{seeds - 1} ===", flush=True)
         planned = plan_runs([block], [*run_overrides, seeds_override(seeds)], session.compose)
         runs = planned
-        if k == 0:
-            needed = compared_rows(block.name, planned[0], claims)
         if needed is not None:
             runs, skipped = needed_runs(block.name, planned, needed)
             if skipped:

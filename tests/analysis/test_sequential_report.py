@@ -137,4 +137,4 @@ def test_table_2_gives_a_sequential_block_its_repeated_intervals(sequential_stor
     two_seeds = Comparison(0.1, None, PAIRED_SEEDS, 2, 0.01, 0.07, 0.5, 0.5, levels=(stats.Level(0.01),))
     schedule = Schedule((3, 6, 9)).calibrated()
     assert sequential_claims.repeated_interval(schedule, two_seeds)[2] == 0.0
-    assert tables.repeated_difference_interval(two_seeds, schedule) == f"{tables.NOT_RUN}$^{{s}}$"
+    assert tables.difference_interval(two_seeds, schedule) == f"{tables.NOT_RUN}$^{{s}}$"
