@@ -3,7 +3,8 @@ actions, and whether it collapsed; per setting, the collapse fraction and the se
 
     python -m analysis.stability                          # every block, $MLFLOW_TRACKING_URI
     python -m analysis.stability --block detector --where algorithm.detector=entropy
-    python -m analysis.stability --by trainer.kl_coef,trainer.lr --markdown
+    python -m analysis.stability --by trainer.kl_coef,trainer.lr
+    python -m analysis.stability --properties            # and the testbed's properties per setting
 
 A run *collapsed* when its final held-out success ends more than ``COLLAPSE_DROP`` below its own
 starting success (the evaluation at iteration 0, before any update). Settings are told apart by the
@@ -27,6 +28,7 @@ from scipy import stats
 
 from analysis.collect import PARAM_PREFIX, load_curves, load_runs, resolve_tracking_uri, run_config
 from gaca import contract
+from gaca.bench.testbed import LAST, PROPERTIES, start_and_trained
 
 COLLAPSE_DROP = 0.10
 """A run that ends more than this below its own starting success (0.10 = 10 points) collapsed."""
@@ -43,6 +45,7 @@ NOT_A_SETTING = ("seed",)
 class SeedRow:
     """One run: success in [0, 1] at its start (iteration 0) and end, invalid-action rates, collapse."""
 
+    run_id: str
     seed: int
     start: float
     final: float
@@ -124,6 +127,7 @@ def seed_rows(runs: pd.DataFrame, curves: pd.DataFrame) -> dict[str, SeedRow]:
         if evals.empty or evals["step"].iloc[0] != 0:
             continue
         result[run.run_id] = SeedRow(
+            run_id=run.run_id,
             seed=int(run.seed),
             start=float(evals["value"].iloc[0]),
             final=float(run.final),
@@ -228,6 +232,26 @@ def render(summaries: Sequence[SettingSummary]) -> str:
     return "\n".join(out)
 
 
+def properties(summaries: Sequence[SettingSummary], curves: pd.DataFrame) -> str:
+    """The testbed's properties (``gaca.bench.testbed.PROPERTIES``) per setting, each the mean over the
+    setting's runs of its value at iteration 1 ("start") and of its last ``LAST`` iterations ("trained")."""
+    header = "| property | " + " | ".join(f"{s.setting}: start | trained" for s in summaries) + " |"
+    lines = [header, "| --- |" + " ---: | ---: |" * len(summaries)]
+    for label, key in PROPERTIES:
+        cells = []
+        for summary in summaries:
+            pairs = [
+                start_and_trained(list(zip(frame["step"], frame["value"])))
+                for row in summary.rows
+                if not (frame := curves[(curves["run_id"] == row.run_id) & (curves["metric"] == key)]).empty
+            ]
+            for position in (0, 1):
+                values = [pair[position] for pair in pairs if pair[position] is not None]
+                cells.append(f"{np.mean(values):.3f}" if values else "-")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join([*lines, "", f"start: iteration 1 (the prior row: step 0); trained: mean of the last {LAST}"])
+
+
 def parse_where(items: Sequence[str]) -> dict[str, object]:
     where = {}
     for item in items:
@@ -245,6 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--block", default=None, help="only this block's runs (default: every block)")
     parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE", help="only runs with this param")
     parser.add_argument("--by", default=None, help="comma-separated params that tell settings apart")
+    parser.add_argument("--properties", action="store_true", help="also the testbed's properties per setting")
     args = parser.parse_args(argv)
     try:
         where = parse_where(args.where)
@@ -260,9 +285,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if runs.empty:
         print("error: no finished run matches --block/--where", file=sys.stderr)
         return 2
-    curves = load_curves(client, list(runs["run_id"]), HISTORIES)
+    metrics = [*HISTORIES, *(key for _, key in PROPERTIES if args.properties and key not in HISTORIES)]
+    curves = load_curves(client, list(runs["run_id"]), metrics)
     by = [key.strip() for key in args.by.split(",")] if args.by else None
-    print(render(summarise(runs, curves, by)))
+    summaries = summarise(runs, curves, by)
+    print(render(summaries))
+    if args.properties:
+        print("\n" + properties(summaries, curves))
     return 0
 
 

@@ -57,21 +57,25 @@ LAST = 3
 """Iterations averaged for the "trained" column."""
 
 
+def start_and_trained(history: list[tuple[int, float]]) -> tuple[float | None, float | None]:
+    """One metric's (step, value) history -> (its value at iteration 1, the mean of its last ``LAST``
+    iterations); a metric logged only at step 0 is a property of the starting policy: (that value, None)."""
+    history = sorted(history)
+    if not history:
+        return None, None
+    if history[-1][0] == 0:
+        return history[0][1], None
+    first = history[0][1] if history[0][0] == 1 else None
+    return first, statistics.fmean(value for _, value in history[-LAST:])
+
+
 def measure(name: str, overrides: list[str]) -> dict[str, tuple[float | None, float | None]]:
     """Train one run of testbed ``name``; metric -> (start value, trained value)."""
 
     def read(client: MlflowClient, run_id: str) -> dict[str, tuple[float | None, float | None]]:
         values: dict[str, tuple[float | None, float | None]] = {}
         for _, key in PROPERTIES:
-            history = sorted(client.get_metric_history(run_id, key), key=lambda m: m.step)
-            if not history:
-                values[key] = (None, None)
-                continue
-            if history[-1].step == 0:  # a property of the starting policy alone
-                values[key] = (history[0].value, None)
-                continue
-            first = history[0].value if history[0].step == 1 else None
-            values[key] = (first, statistics.fmean(m.value for m in history[-LAST:]))
+            values[key] = start_and_trained([(m.step, m.value) for m in client.get_metric_history(run_id, key)])
         return values
 
     print(f"testbed {name}: training ...", flush=True)

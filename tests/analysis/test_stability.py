@@ -8,6 +8,7 @@ from mlflow.tracking import MlflowClient
 
 from analysis import stability
 from analysis.synthetic import SyntheticRun, log_runs
+from gaca import contract
 
 # kl_coef -> seed -> (start, final) evaluation success on 16 tasks
 KNOWN = {
@@ -17,9 +18,9 @@ KNOWN = {
 # seed 1 at 0.01 ends 12.5 points below its start (collapsed), seed 3 6.25 below (not), seed 2 31.25 below
 
 
-@pytest.fixture
-def store(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    uri = f"sqlite:///{tmp_path_factory.mktemp('stability') / 'mlflow.db'}"
     runs = [
         SyntheticRun(
             seed=seed,
@@ -36,7 +37,10 @@ def store(tmp_path):
     # not read: an unfinished run, another block's run
     runs.append(SyntheticRun(seed=4, final_success=0.0, status="RUNNING", block="detector", preset="default"))
     runs.append(SyntheticRun(seed=5, final_success=0.0, block="lambda0", preset="default", histogram=False))
-    log_runs(MlflowClient(uri), "gaca", runs)
+    ids = log_runs(MlflowClient(uri), "gaca", runs)
+    for run_id in ids[:8]:  # a property logged from iteration 1, as training logs it
+        for step, value in enumerate([0.6, 0.5, 0.4, 0.3], start=1):
+            MlflowClient(uri).log_metric(run_id, contract.DIAG_STEP_EPISODE_CORR, value, step=step)
     return uri
 
 
@@ -94,3 +98,18 @@ def test_cli_prints_the_tables_and_refuses_bad_input(store, capsys):
     assert err == ["error: --where 'trainer.kl_coef': expected KEY=VALUE, e.g. trainer.kl_coef=0.1"]
     assert stability.main(["--tracking-uri", store, "--block", "nothing"]) == 2
     assert capsys.readouterr().err.strip() == "error: no finished run matches --block/--where"
+
+
+def test_properties_are_the_setting_means_at_iteration_1_and_over_the_last_iterations(store):
+    found = summaries(store)
+    client = MlflowClient(store)
+    ids = [row.run_id for s in found.values() for row in s.rows]
+    curves = stability.load_curves(client, ids, [key for _, key in stability.PROPERTIES])
+    table = stability.properties(list(found.values()), curves).splitlines()
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in table[2:] if "|" in line}
+    assert rows["corr(A^S, A^E)"] == ["0.600", "0.400", "0.600", "0.400"]
+    # synthetic train metrics are 1 / (1 + step) from step 0 (no iteration-1 start): the last three 0.1119
+    trained = f"{np.mean([1 / 8, 1 / 9, 1 / 10]):.3f}"
+    assert rows["success rate"] == ["-", trained, "-", trained]
+    # the prior is not logged by synthetic runs
+    assert rows["prior: right at the pivots"] == ["-", "-", "-", "-"]
