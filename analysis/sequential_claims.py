@@ -1,5 +1,6 @@
 """The sequential design (``analysis.sequential``) applied to a block's claims: its looks replayed on
-the seeds the cells have, each comparison tested at each look's boundary until it is decided.
+the seeds the cells have, each comparison tested at each look (at alpha over its claim's number of
+comparisons) until one shows a verdict.
 
 A replay is a pure function of the cells and the stored ``Schedule``: ``gaca sweep BLOCK
 --until-decided`` replays after every round to decide whether to go on, and ``gaca report``
@@ -19,12 +20,10 @@ import numpy as np
 import pandas as pd
 
 from analysis import claims as claims_module
+from analysis import sequential
 from analysis.cells import CellKey, CellResult, Comparison, Plan
-from analysis.claims import CONTRADICTED, EQUIVALENT, HOLDS, INCONCLUSIVE, MISSING, Claim, Evidence
-from analysis.sequential import CONTINUE, Schedule, decide, rci_half_width
-
-VERDICTS = {HOLDS: HOLDS, CONTRADICTED: CONTRADICTED, EQUIVALENT: EQUIVALENT, CONTINUE: INCONCLUSIVE}
-"""A comparison's sequential decision as a claim verdict (undecided: inconclusive)."""
+from analysis.claims import INCONCLUSIVE, MISSING, VERDICTS, Claim, Evidence
+from analysis.sequential import CONTINUE, Schedule
 
 
 @dataclass(frozen=True)
@@ -43,19 +42,17 @@ class Tested:
     low: float
     high: float
     level: float
-    """The look's nominal two-sided level (the interval is at 1 - level)."""
+    """The level its tests are at: alpha over its claim's comparisons (the interval is at 1 - level)."""
     decision: str
     rows: tuple[str, ...] = ()
     """The block's rows (variant names) whose cells it compares."""
 
     def line(self) -> str:
         where = f"decided at look {self.look + 1}" if self.decided else f"undecided after look {self.look + 1}"
-        if self.level == 0:
-            shown = "no decision at this look (too few seeds)"
-        elif math.isnan(self.low):
-            shown = f"repeated {100 * (1 - self.level):.3g}% interval: none"
+        if math.isnan(self.low):
+            shown = f"{100 * (1 - self.level):.3g}% interval: none"
         else:
-            shown = f"repeated {100 * (1 - self.level):.3g}% interval [{100 * self.low:+.2f}, {100 * self.high:+.2f}]"
+            shown = f"{100 * (1 - self.level):.3g}% interval [{100 * self.low:+.2f}, {100 * self.high:+.2f}] (betting)"
         return (
             f"{self.name}: {100 * self.estimate:+.2f} pts, {shown} "
             f"(n={self.seeds}; {self.kind}) → {self.decision}, {where}"
@@ -87,18 +84,16 @@ class Replay:
         return {row for t in self.remaining for row in t.rows}
 
     def design_lines(self, block: str) -> list[str]:
-        """What a report says about the design: looks made, alpha spent, seeds per cell, and each
+        """What a report says about the design: looks made, the test, seeds per cell, and each
         comparison's decision with its look."""
         s = self.schedule
         decided = len(self.tested) - len(self.remaining)
-        spent = s.spent(self.looks_made)
         seeds = ", ".join(f"{name} {n}" for name, n in self.seeds_per_cell.items())
         lines = [
-            f"Sequential design of {block}: looks after {', '.join(map(str, s.looks))} seeds, {s.spending} "
-            f"alpha spending at alpha {s.alpha:g} (calibrated by simulation to spend {s.spent_level:.4f}), no "
-            f"decision before {s.min_deciding} seeds, margin ±{100 * s.margin:g} pts; {self.looks_made} of "
-            f"{len(s.looks)} looks made, alpha spent {spent:.4f}; {decided} of {len(self.tested)} comparisons "
-            f"decided{'' if self.remaining else ' (the block stopped)'}.",
+            f"Sequential design of {block}: looks after {', '.join(map(str, s.looks))} seeds, tests by betting "
+            f"valid at every look (alpha {s.alpha:g}, each of a claim's k comparisons at alpha / k), margin "
+            f"±{100 * s.margin:g} pts; {self.looks_made} of {len(s.looks)} looks made; {decided} of "
+            f"{len(self.tested)} comparisons decided{'' if self.remaining else ' (the block stopped)'}.",
             f"Seeds per cell: {seeds}.",
         ]
         return lines + [t.line() for t in self.tested]
@@ -148,6 +143,7 @@ def replay(
         claims_now = [function(restricted) for function in functions]
         made_here = False
         for claim in claims_now:
+            level = sequential.claim_level(schedule.alpha, len(claim.comparisons))
             for (name, comparison), kind in zip(claim.comparisons, claim.kinds):
                 key = (claim.statement, name)
                 if key in states and states[key].decided:
@@ -155,9 +151,8 @@ def replay(
                 if comparison.seeds < n:
                     continue  # this look is not made for it: a cell lacks some of seeds 0 .. n - 1
                 made_here = True
-                level = float(schedule.levels(kind)[k])
-                low, high = interval_at(comparison, level)
-                made = str(decide(np.array([low]), np.array([high]), kind, schedule.margin)[0])
+                low, high = sequential.interval(comparison.differences, level)
+                made = str(sequential.shown(comparison.differences[None], kind, level, schedule.margin)[0, -1])
                 if claim.verdict == MISSING:
                     made = CONTINUE
                 states[key] = Tested(
@@ -198,21 +193,9 @@ def _adjust(claim: Claim, states: Mapping[tuple[str, str], Tested]) -> Claim:
 
 
 def repeated_interval(schedule: Schedule, comparison: Comparison) -> tuple[float, float, float]:
-    """``comparison``'s repeated interval (``GREATER`` boundaries) at the last look of ``schedule``
-    its paired seeds reach: (low, high, the look's nominal level); NaN bounds and level 0 before the
-    first deciding look. Valid at whichever look the rounds stopped, as the decisions are."""
-    reached = [k for k, n in enumerate(schedule.looks) if n <= comparison.seeds]
-    level = float(schedule.levels()[reached[-1]]) if reached else 0.0
-    return (*interval_at(comparison, level), level)
-
-
-def interval_at(comparison: Comparison, level: float) -> tuple[float, float]:
-    """``comparison``'s repeated interval at a look's nominal two-sided ``level``; NaN bounds at
-    level 0 (a look before the first deciding one: no interval, ``decide`` continues)."""
-    if level == 0.0:
-        return math.nan, math.nan
-    half = rci_half_width(comparison.levels, comparison.seeds, level)
-    return comparison.estimate - half, comparison.estimate + half
+    """``comparison``'s interval at the design's level over all its paired seeds (``sequential.interval``,
+    valid at whichever look the rounds stopped, as the decisions are): (low, high, its level)."""
+    return (*sequential.interval(comparison.differences, schedule.alpha), schedule.alpha)
 
 
 STAND_IN_SUCCESS = (0.4, 0.5, 0.6)

@@ -4,9 +4,9 @@ until every comparison its claims make is decided (``analysis.sequential``), or 
 Round k runs seeds 0 .. n_k - 1 of the cells the claims compare (the first round: every row a
 comparison of the block's claims, or of the ``--claim`` ones, reads; later rounds: the rows of the
 comparisons still undecided; the seeds already finished are skipped, as in any sweep), then the
-claims are replayed look by look at the design's boundaries (``analysis.sequential_claims``): the
-current repeated intervals, the boundary, which comparisons remain and the seeds left are printed,
-and the block stops when nothing remains.
+claims are replayed look by look (``analysis.sequential_claims``: tests by betting, valid at every
+look): each comparison's interval and decision, which comparisons remain and the seeds left are
+printed, and the block stops when nothing remains.
 
 The design (``analysis.sequential.Schedule``) is written once as the experiment tag
 ``gaca.sequential.<block>[.<hash of the run overrides, where runs log aside>]`` before the first round; a rerun with
@@ -37,7 +37,7 @@ PLACEMENT_KEYS = ("tracking.", "output_dir=")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from analysis import sequential, stats
 
-    group = parser.add_argument_group("run until decided (group-sequential seeds, analysis/sequential.py)")
+    group = parser.add_argument_group("run until decided (seeds in rounds, analysis/sequential.py)")
     group.add_argument(
         "--until-decided", action="store_true", help="run rounds of seeds until every claim comparison is decided"
     )
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--first-round", type=int, help=f"seeds of the first round (default {sequential.FIRST_ROUND})")
     group.add_argument("--round", type=int, help=f"seeds added per later round (default {sequential.ROUND})")
-    group.add_argument("--spending", choices=sorted(sequential.SPENDING), help="alpha spending (default obf)")
+    group.add_argument("--alpha", type=float, help=f"level of each claim's tests (default {stats.ALPHA:g})")
     group.add_argument(
         "--claim",
         action="append",
@@ -56,26 +56,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-SEQUENTIAL_FLAGS = ("max_seeds", "margin", "first_round", "round", "spending", "claim")
+SEQUENTIAL_FLAGS = ("max_seeds", "margin", "first_round", "round", "alpha", "claim")
 
 
 def design(args: argparse.Namespace) -> Schedule:
-    """The schedule the flags ask for (uncalibrated); ValueError naming the flag when one is invalid."""
+    """The schedule the flags ask for; ValueError naming the flag and what it allows when one is invalid."""
     from analysis import sequential, stats
 
     given = [f"--{flag.replace('_', '-')}" for flag in SEQUENTIAL_FLAGS if getattr(args, flag) is not None]
     if given and not args.until_decided:
         raise ValueError(f"{', '.join(given)} only go with --until-decided")
-    margin = stats.EQUIVALENCE_MARGIN if args.margin is None else args.margin / 100.0
-    if margin < 0:
-        raise ValueError(f"--margin must be >= 0 points, got {args.margin:g}")
-    first = sequential.FIRST_ROUND if args.first_round is None else args.first_round
+    if args.margin is not None and not 0 <= args.margin < 100:
+        raise ValueError(f"--margin must be in [0, 100) points, got {args.margin:g}")
+    alpha = stats.ALPHA if args.alpha is None else args.alpha
+    sequential.check_level(alpha, "--alpha")
     return sequential.Schedule.rounds(
         sequential.MAX_SEEDS if args.max_seeds is None else args.max_seeds,
-        first,
+        sequential.FIRST_ROUND if args.first_round is None else args.first_round,
         sequential.ROUND if args.round is None else args.round,
-        spending=args.spending or sequential.DEFAULT_SPENDING,
-        margin=margin,
+        alpha,
+        stats.EQUIVALENCE_MARGIN if args.margin is None else args.margin / 100.0,
     )
 
 
@@ -123,8 +123,6 @@ def run_until_decided(args: argparse.Namespace, blocks: list[Block], session: An
     except (InvalidRuns, ValueError) as error:
         print(f"gaca sweep: invalid run(s); nothing was launched:\n{error}", file=sys.stderr)
         return EXIT_INVALID
-    print(f"calibrating the design by simulation ({schedule.tag()}) ...", flush=True)
-    schedule = schedule.calibrated()
     key = store_key(block.name, run_overrides)
     problem = stored_conflict(uri, experiment, key, schedule)
     if problem:
@@ -146,15 +144,10 @@ def seeds_override(seeds: int) -> str:
 
 
 def design_text(schedule: Schedule) -> str:
-    levels = schedule.levels()
-    boundary = ", ".join(
-        f"{n}: {'none (no decision yet)' if level == 0 else f'{100 * (1 - level):.3f}% interval'}"
-        for n, level in zip(schedule.looks, levels)
-    )
     return (
-        f"sequential design: {schedule.spending} alpha spending, alpha {schedule.alpha:g} calibrated to spend "
-        f"{schedule.spent_level:.4f}, margin ±{100 * schedule.margin:g} pts; looks (seeds: repeated interval) "
-        f"{boundary}"
+        f"sequential design: looks after {', '.join(map(str, schedule.looks))} seeds; tests by betting valid at "
+        f"every look, alpha {schedule.alpha:g} per claim (each of its k comparisons at alpha / k), margin "
+        f"±{100 * schedule.margin:g} pts"
     )
 
 
@@ -172,7 +165,7 @@ def stored_conflict(uri: str, experiment: str, key: str, schedule: Schedule) -> 
         return None
     return (
         f"this block was started with the design {stored!r} (experiment tag {key}); rerun with the same "
-        f"--max-seeds/--first-round/--round/--margin/--spending, not {schedule.tag()!r}"
+        f"--max-seeds/--first-round/--round/--margin/--alpha, not {schedule.tag()!r}"
     )
 
 
@@ -296,7 +289,7 @@ def evaluate(
 
 
 def round_text(replay: Replay, block: str) -> str:
-    """After a round: each comparison's repeated interval at this look's boundary, what remains and the seeds left."""
+    """After a round: each comparison's interval and decision at this look, what remains and the seeds left."""
     schedule = replay.schedule
     k = replay.looks_made - 1
     seeds = schedule.looks[k] if k >= 0 else 0
