@@ -131,7 +131,7 @@ def t_levels(schedule: Schedule, kind: str) -> np.ndarray:
     may = np.asarray(schedule.looks) >= MIN_DECIDING_SEEDS
     may[-1] = True
     c = np.full(len(schedule.looks), BOUNDARY_CAP)
-    c[may] = boundaries(np.asarray(schedule.looks)[may] / schedule.max_seeds, alpha)
+    c[may] = boundaries((np.asarray(schedule.looks)[may] / schedule.max_seeds).tolist(), alpha)
     return 2.0 * scipy.stats.norm.sf(c)
 
 

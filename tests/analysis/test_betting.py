@@ -15,7 +15,10 @@ def test_capital_by_hand():
     # exceed the cap c / m' = 2, so each factor is 1 + 2 (0.75 - 0.5) = 1.5 for, 1 - 2 (0.25) = 0.5 against.
     stakes = betting.stakes(np.array([0.5, 0.5]), 0.05)
     assert stakes == pytest.approx(
-        [math.sqrt(2 * math.log(20) / (0.25 * math.log(2))), math.sqrt(2 * math.log(20) / (0.1328125 * 2 * math.log(3)))]
+        [
+            math.sqrt(2 * math.log(20) / (0.25 * math.log(2))),
+            math.sqrt(2 * math.log(20) / (0.1328125 * 2 * math.log(3))),
+        ]
     )
     up, down = betting.capital(np.array([0.5, 0.5]), 0.0, 0.05)
     assert up == pytest.approx([1.5, 2.25]) and down == pytest.approx([0.5, 0.25])

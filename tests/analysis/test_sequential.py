@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from analysis import sequential
-from analysis.sequential import CONTINUE, CONTRADICTED, EQUIVALENT, GREATER, HOLDS, NO_GAIN, Schedule
+from analysis.sequential import CONTINUE, CONTRADICTED, EQUIVALENT, HOLDS, NO_GAIN, Schedule
 
 
 def test_rounds_and_their_errors():
@@ -61,8 +61,6 @@ def test_the_procedure_stops_at_its_first_decision():
 def test_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="kind must be"):
         sequential.shown(np.zeros((1, 3)), "less", 0.05, 0.03)
-
-
 
 
 def test_the_rows_a_claim_compares_are_known_before_any_run():

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from analysis import sequential_bench, sequential_candidates
+from analysis import sequential_bench, sequential_candidates, sequential_sim
 from analysis.sequential import NO_GAIN, Schedule
-from analysis import sequential_sim
 from analysis.sequential_sim import GAIN, MARGIN, Mixture, Resampled, Stable, World, worlds
+
 
 @pytest.mark.parametrize("name", sorted(sequential_candidates.SPENDING))
 def test_spending_functions_spend_nothing_at_zero_and_alpha_at_one(name):
@@ -48,6 +48,7 @@ def test_boundaries_spend_what_the_function_says_on_brownian_paths(name):
     exits = np.array([np.mean(first == k) for k in range(fractions.size)])
     expected = np.diff(np.r_[0.0, sequential_candidates.SPENDING[name](fractions, 0.05)])
     assert np.all(np.abs(exits - expected) <= 4 * np.sqrt(expected / 400_000) + 1e-5), (exits, expected)
+
 
 SUBSET: tuple[World, ...] = (
     Mixture(0.03, 0.03 + GAIN / 0.9, shared=0.5),  # a gain from a higher chance to learn: broke the t design
