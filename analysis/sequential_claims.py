@@ -21,6 +21,7 @@ import pandas as pd
 
 from analysis import claims as claims_module
 from analysis import sequential
+from analysis.blocks import Block
 from analysis.cells import CellKey, CellResult, Comparison, Plan
 from analysis.claims import INCONCLUSIVE, MISSING, VERDICTS, Claim, Evidence
 from analysis.sequential import CONTINUE, Schedule
@@ -103,7 +104,11 @@ def restrict(cell: CellResult, seeds: int) -> CellResult:
     """``cell`` with only its seeds below ``seeds``, expecting exactly those it has: whether a look
     is made is decided per comparison (``replay``), so a cell the rounds stopped running is not
     "partial" at a later look."""
-    keep = [i for i, seed in enumerate(cell.seeds) if seed < seeds]
+    return _keep(cell, [i for i, seed in enumerate(cell.seeds) if seed < seeds])
+
+
+def _keep(cell: CellResult, keep: list[int]) -> CellResult:
+    """``cell`` with only its runs at indices ``keep``, expecting exactly their seeds."""
     tasks = None if cell.task_success is None else tuple(cell.task_success[i] for i in keep)
     auc = None if cell.auc is None else cell.auc[keep]
     kept = tuple(cell.seeds[i] for i in keep)
@@ -237,36 +242,66 @@ def decidable_blocks() -> list[str]:
     return sorted({needs[0] for needs, _ in claims_module.CLAIMS.values() if len(needs) == 1})
 
 
+@dataclass(frozen=True)
+class Designed:
+    """What a block's runs say about its design: the design (None: none, or several), the cells
+    without the runs that existed before it, and the notes a report gives."""
+
+    schedule: Schedule | None
+    results: Mapping[CellKey, CellResult]
+    notes: list[str]
+
+
+def designed(plan: Plan, block: Block, results: Mapping[CellKey, CellResult], ledger: pd.DataFrame) -> Designed:
+    """The design the used runs of ``block``'s cells carry (``gaca.sequential.<block>``).
+
+    The design is recorded before the block's first round, so its first tagged run marks when it
+    existed. A run of the block's cells without the tag that started later (made by another block's
+    rounds, or a plain sweep) is read like the others: the rounds run seeds 0, 1, ... in order and
+    the replay is the whole procedure. One that started earlier existed before the design (a design
+    chosen after seeing it could be chosen for it): it is left out of the decisions and listed.
+    Runs that carry different designs leave the block to the fixed-n verdicts, noted."""
+    used = ledger.loc[ledger["reason"].isna()]
+    env, scale = plan.settings(block)[0]
+    names = {plan.cell(variant, env, scale): variant.name for variant in block.variants}
+    members = used.loc[used["cell"].isin(list(names))]
+    tags = [d.get(block.name) if isinstance(d, dict) else None for d in members.get("sequential", [])]
+    found = {tag for tag in tags if tag}
+    if len(found) != 1:
+        note = f"{block.name}: its runs carry {len(found)} sequential designs; its claims use the fixed-n verdicts"
+        return Designed(None, results, [note] if found else [])
+    tagged = np.array([bool(tag) for tag in tags], dtype=bool)
+    before = members.loc[~tagged & (members["start_time"] < members.loc[tagged, "start_time"].min()).to_numpy()]
+    notes = []
+    if not before.empty:
+        listed = ", ".join(f"{names[cell]} seed {seed}" for cell, seed in zip(before["cell"], before["seed"]))
+        notes.append(
+            f"{block.name}: {len(before)} run(s) of its cells existed before its design and are not read into its "
+            f"decisions: {listed}"
+        )
+    dropped = set(before["run_id"])
+    kept = {
+        key: _keep(cell, [i for i, run_id in enumerate(cell.run_ids) if run_id not in dropped])
+        for key, cell in results.items()
+    }
+    return Designed(Schedule.from_tag(found.pop()), kept, notes)
+
+
 def designs(
     plan: Plan, results: Mapping[CellKey, CellResult], ledger: pd.DataFrame, diagnostics: pd.DataFrame
 ) -> tuple[dict[str, Replay], list[str]]:
-    """Per requested block whose used runs carry one design (``gaca.sequential.<block>``), its
-    replay; and a note for each block whose runs carry several (then its claims keep the fixed-n
-    intervals).
-
-    A run of the block's cells without the tag (launched by another block's rounds, or by a plain
-    sweep) is read like the others: the rounds run seeds 0, 1, ... in order and the replay is the
-    whole procedure (each comparison stops at the look that decides it), so it decides what the
-    rounds would have decided whenever its runs were made."""
-    used = ledger.loc[ledger["reason"].isna()]
+    """Per requested block with one design (``designed``), its replay; and the notes of every block."""
     found: dict[str, Replay] = {}
     notes: list[str] = []
     for block in plan.blocks:
         if not block_claims(block.name):
             continue
+        design = designed(plan, block, results, ledger)
+        notes += design.notes
+        if design.schedule is None:
+            continue
         env, scale = plan.settings(block)[0]
         names = {plan.cell(variant, env, scale): variant.name for variant in block.variants}
-        members = used.loc[used["cell"].isin(list(names))]
-        tags = [(d or {}).get(block.name) if isinstance(d, dict) else None for d in members.get("sequential", [])]
-        designed = {tag for tag in tags if tag}
-        if not designed:
-            continue
-        if len(designed) > 1:
-            notes.append(
-                f"{block.name}: its runs carry {len(designed)} sequential designs; its claims use the fixed-n intervals"
-            )
-            continue
-        schedule = Schedule.from_tag(designed.pop())
-        evidence = Evidence(plan, results, diagnostics)
-        found[block.name] = replay(evidence, block_claims(block.name), schedule, names)
+        evidence = Evidence(plan, design.results, diagnostics)
+        found[block.name] = replay(evidence, block_claims(block.name), design.schedule, names)
     return found, notes

@@ -276,15 +276,19 @@ def tag_runs(client: Any, uri: str, experiment: str, runs: list[PlannedRun], blo
 def evaluate(
     client: Any, experiment: str, block_name: str, sample: PlannedRun, schedule: Schedule, claims: list[str] | None
 ) -> Replay:
-    """Replay the design on what the store holds for the block, at the setting its runs ran in;
+    """Replay the design on what the store holds for the block, at the setting its runs ran in,
+    without the runs that existed before the design (``sequential_claims.designed``, printed);
     ``claims`` (names) the claims replayed, default every claim of the block."""
     from analysis.claims import Evidence
     from analysis.report import read
-    from analysis.sequential_claims import replay
+    from analysis.sequential_claims import designed, replay
 
     block, plan = block_setting(block_name, sample)
     plan, runs = read(client, experiment, plan, "final", None)
-    evidence = Evidence(plan, runs.results, runs.diagnostics)
+    design = designed(plan, block, runs.results, runs.ledger)
+    for note in design.notes:
+        print(note)
+    evidence = Evidence(plan, design.results, runs.diagnostics)
     return replay(evidence, selected_claims(block_name, claims), schedule, row_names(block, plan))
 
 

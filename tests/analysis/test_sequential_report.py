@@ -74,7 +74,9 @@ def test_the_report_states_the_design_and_takes_its_verdicts(sequential_store, t
 
 
 @pytest.mark.slow
-def test_runs_without_the_tag_are_read_and_two_designs_keep_the_fixed_n_intervals(sequential_store, tmp_path: Path):
+def test_runs_without_the_tag_are_read_unless_older_than_the_design_and_two_designs_keep_fixed_n(
+    sequential_store, tmp_path: Path
+):
     store, schedule = sequential_store
     client = MlflowClient(store.uri)
     run_ids = [run.info.run_id for run in client.search_runs([client.get_experiment_by_name("gaca").experiment_id])]
@@ -86,10 +88,18 @@ def test_runs_without_the_tag_are_read_and_two_designs_keep_the_fixed_n_interval
         text = (tmp_path / "untagged" / "claims.md").read_text()
         assert report.status == 0
         assert "Sequential design of detector" in text and "→ holds, decided at look 3" in text
+        # The oldest run untagged: it existed before the design, so it decides nothing and is listed.
+        client.set_tag(run_ids[0], tag, schedule.tag())
+        client.delete_tag(run_ids[-1], tag)
+        report = make_report(store, tmp_path / "before", "detector", "--no-pdf")
+        text = (tmp_path / "before" / "claims.md").read_text()
+        assert "detector: 1 run(s) of its cells existed before its design and are not read into its decisions: " in text
+        assert "Seeds per cell: random 9, uniform 9, entropy 8." in text
+        client.set_tag(run_ids[-1], tag, schedule.tag())
         client.set_tag(run_ids[0], tag, Schedule((3, 5, 7)).tag())
         report = make_report(store, tmp_path / "two", "detector", "--no-pdf")
         text = (tmp_path / "two" / "claims.md").read_text()
-        assert "detector: its runs carry 2 sequential designs; its claims use the fixed-n intervals" in text
+        assert "detector: its runs carry 2 sequential designs; its claims use the fixed-n verdicts" in text
         assert "Sequential design of detector" not in text
     finally:
         client.set_tag(run_ids[0], tag, schedule.tag())
