@@ -19,7 +19,7 @@ from gaca.estimators.registry import claimed_order, estimator_label
 
 HOLDS, CONTRADICTED, INCONCLUSIVE, MISSING = "holds", "contradicted", "inconclusive", "missing runs"
 EQUIVALENT = sequential.EQUIVALENT
-"""A sequential design's verdict on "a > b" whose repeated interval lies inside the margin."""
+"""A verdict on "a > b" (or a claim all of whose parts are) shown inside the margin by two one-sided tests."""
 MARGIN_POINTS = 100 * stats.EQUIVALENCE_MARGIN
 ALPHA_POINTS = 100 * stats.ALPHA
 VERDICT_RULE = f"""\

@@ -6,7 +6,7 @@ A replay is a pure function of the cells and the stored ``Schedule``: ``gaca swe
 --until-decided`` replays after every round to decide whether to go on, and ``gaca report``
 replays to state the design and the adjusted verdicts, so both always agree. Look k uses each
 cell's seeds below n_k (the rounds run seeds 0, 1, ..., n_k - 1). A comparison decided at a look
-keeps that decision and that look's repeated interval.
+keeps that decision and that look's interval.
 """
 
 from __future__ import annotations

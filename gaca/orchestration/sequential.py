@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from gaca.contract import TAG_SEQUENTIAL
@@ -191,8 +192,11 @@ def rounds(
 
     experiment_id = prepare_store(uri, experiment)
     client = MlflowClient(tracking_uri=uri)
-    if client.get_experiment(experiment_id).tags.get(key) is None:
+    tags = client.get_experiment(experiment_id).tags
+    if tags.get(key) is None:
         client.set_experiment_tag(experiment_id, key, schedule.tag())
+        client.set_experiment_tag(experiment_id, recorded_key(key), str(int(time.time() * 1000)))
+    recorded = client.get_experiment(experiment_id).tags.get(recorded_key(key))
     needed: set[str] | None = compared
     for k, seeds in enumerate(schedule.looks):
         print(f"\n=== round {k + 1} of at most {len(schedule.looks)}: seeds 0-{seeds - 1} ===", flush=True)
@@ -209,7 +213,7 @@ def rounds(
                 file=sys.stderr,
             )
             return status
-        tag_runs(client, uri, experiment, runs, block.name, schedule)
+        tag_runs(client, uri, experiment, runs, block.name, schedule, None if recorded is None else int(recorded))
         replay = evaluate(client, experiment, block.name, planned[0], schedule, claims)
         print(round_text(replay, block.name))
         if replay.finished:
@@ -261,16 +265,34 @@ def needed_runs(block_name: str, runs: list[PlannedRun], needed: set[str]) -> tu
     return kept, skipped
 
 
-def tag_runs(client: Any, uri: str, experiment: str, runs: list[PlannedRun], block: str, schedule: Schedule) -> None:
-    """Tag the finished runs of a round with the design (a tag: their run keys stay as they are)."""
+def recorded_key(key: str) -> str:
+    """The experiment tag that holds when the design under ``key`` was recorded (ms since the epoch)."""
+    return f"{key}.recorded"
+
+
+def tag_runs(
+    client: Any,
+    uri: str,
+    experiment: str,
+    runs: list[PlannedRun],
+    block: str,
+    schedule: Schedule,
+    recorded: int | None,
+) -> None:
+    """Tag the finished runs of a round with the design (a tag: their run keys stay as they are),
+    except runs that started before the design was ``recorded``: they stay untagged, so the replay
+    leaves them out of its decisions (``analysis.sequential_claims.designed``)."""
     from gaca.orchestration.plan import recorded_runs
 
-    recorded = recorded_runs(uri, experiment)
+    found = recorded_runs(uri, experiment)
     tag = f"{TAG_SEQUENTIAL}.{block}"
     for run in runs:
-        record = recorded.get(run.key)
-        if record is not None and record.tags.get(tag) != schedule.tag():
-            client.set_tag(record.run_id, tag, schedule.tag())
+        record = found.get(run.key)
+        if record is None or record.tags.get(tag) == schedule.tag():
+            continue
+        if recorded is not None and client.get_run(record.run_id).info.start_time < recorded:
+            continue
+        client.set_tag(record.run_id, tag, schedule.tag())
 
 
 def evaluate(
