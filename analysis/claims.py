@@ -4,6 +4,7 @@ interval, its power and a verdict (the rule is ``VERDICT_RULE``, also printed at
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -334,14 +335,16 @@ def main_order(evidence: Evidence) -> Claim:
         if all(result.n == 0 for _, result in named):
             continue
         check.numbers += [describe(result, name) for name, result in named]
-        notes += _missing(named)
+        missing = _missing(named)
+        notes += missing
+        if missing:
+            continue
         for (low_name, low), (high_name, high) in zip(named, named[1:]):
             check.greater(high_name, high, low_name, low)
-    if not check.made:
+    if not check.made and not notes:
         notes.append("no setting has runs")
-    if notes:
-        return Claim(statement, MISSING, check.numbers, notes)
-    return check.claim(statement)
+    claim = check.claim(statement, notes)
+    return dataclasses.replace(claim, verdict=combine([claim.verdict, MISSING])) if notes else claim
 
 
 def gate_in_linear_regime(evidence: Evidence) -> Claim:
