@@ -30,6 +30,7 @@ from analysis.sequential_sim import (
     Stable,
     World,
     simulate,
+    testbed_finals,
     worlds,
 )
 
@@ -204,6 +205,33 @@ def familywise(schedule: Schedule, replicates: int, parts: int = 5) -> list[list
     return rows
 
 
+TESTBED_COMPARISONS = (
+    ("entropy − uniform", "entropy", "lambda0=0.5"),
+    ("uniform − random", "lambda0=0.5", "random"),
+    ("lambda0 0.5 − 0", "lambda0=0.5", "lambda0=0"),
+    ("lambda0 0.5 − 1", "lambda0=0.5", "lambda0=1"),
+)
+"""The default-testbed claims' comparisons (docs/sequential.md): the detector order's two and the
+lambda0 concavity's two, uniform being lambda0 = 0.5."""
+
+
+def testbed_looks(schedule: Schedule, looks: Sequence[int] = (3, 6)) -> list[list[str]]:
+    """The test on the logged finals (``sequential_sim.testbed_finals``, seeds in order), each
+    comparison one of its claim's 2: estimate, interval and decision at each of ``looks`` seeds."""
+    finals = testbed_finals()
+    rows = []
+    for name, a, b in TESTBED_COMPARISONS:
+        cells = [name]
+        for seeds in looks:
+            differences = finals[a][:seeds] - finals[b][:seeds]
+            level = sequential.claim_level(schedule.alpha, 2)
+            low, high = sequential.interval(differences, level)
+            decision = sequential.shown(differences[None], GREATER, level, schedule.margin)[0, -1]
+            cells.append(f"{100 * differences.mean():+.2f} pts, [{100 * low:+.2f}, {100 * high:+.2f}]: {decision}")
+        rows.append(cells)
+    return rows
+
+
 def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * 2 + ["---:"] * (len(header) - 2)) + " |"]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
@@ -230,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("\nAny false decision among 5 comparisons of one claim (all cells equal):\n")
     print(markdown(["World", "Bonferroni (design)", "each at alpha"], familywise(schedule, args.replicates)))
+    print("\nOn the testbed's logged finals, each comparison at 2.5% (97.5% intervals):\n")
+    print(markdown(["Comparison", "Look 1 (3 seeds)", "Look 2 (6 seeds)"], testbed_looks(schedule)))
     print(f"\n({time.monotonic() - began:.1f} s)")
     return 0
 
