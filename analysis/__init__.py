@@ -8,10 +8,12 @@ Modules, in the order data flows through them:
 - ``cells``: which runs fill which cell (status, duplicates, other configurations, seeds) and the selected scores.
 - ``stats``: small pure functions (mean/std over seeds, t intervals floored by the task level,
   power, probability of improvement).
-- ``sequential``: the group-sequential design over seeds (alpha spending, boundaries, repeated
-  intervals, decisions, calibration); ``sequential_sim``: the simulated experiments it is calibrated
-  and checked on; ``sequential_claims``: the design replayed on a block's claims;
-  ``sequential_bench``: its error rates and power (``python -m analysis.sequential_bench``).
+- ``betting``: one-sided tests of a bounded mean by betting (valid at every seed count for any
+  outcome shape); ``sequential``: the verdicts' test and the design that runs seeds in rounds;
+  ``sequential_sim``: the simulated worlds it is checked on (mixtures and this testbed's logged
+  finals, ``data/testbed_finals.csv``); ``sequential_candidates``: the tests compared with it;
+  ``sequential_claims``: the design replayed on a block's claims; ``sequential_bench``: every table
+  of docs/sequential.md (``python -m analysis.sequential_bench``).
 - ``tables``, ``figures``, ``claims``: the paper's artifacts from the cell results.
 - ``latex``: ``report.tex`` and its compilation with latexmk.
 - ``report``: the ``gaca report`` command.

@@ -314,6 +314,9 @@ class Comparison:
     """The seed level, and the task level where both cells have per-task outcomes."""
     cells: tuple[CellKey, ...] = ()
     """The keys of ``a`` and ``b`` (``compare``): which cells a decision about it needs more seeds of."""
+    differences: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    """``(seeds,)`` a - b per seed in seed order, what a verdict's test reads (``analysis.sequential``):
+    paired by seed, or unpaired, the k-th seed of a against the k-th of b (independent cells)."""
 
     def interval(self, confidence: float = stats.CONFIDENCE) -> tuple[float, float]:
         """NaN with one seed: no seed-level variance, so no interval (not a task-level-only one)."""
@@ -411,6 +414,7 @@ def compare(a: CellResult, b: CellResult, measure: str = "final") -> Comparison 
     shared = pairs(a, b)
     ranks = stats.probability_of_improvement(values_a, values_b), stats.improvement_p_value(values_a, values_b)
     if shared:
+        shared = sorted(shared, key=lambda pair: a.seeds[pair[0]])
         differences = np.array([values_a[i] - values_b[j] for i, j in shared])
         per_task = _task_differences(a, b, shared) if measure == "final" else None
         levels = (stats.seed_level(differences),)
@@ -424,9 +428,20 @@ def compare(a: CellResult, b: CellResult, measure: str = "final") -> Comparison 
     else:
         levels = _welch(a.levels(measure), a.n, b.levels(measure), b.n)
         pairing, seeds, estimate = UNPAIRED, min(a.n, b.n), values_a.mean() - values_b.mean()
+        in_order_a, in_order_b = values_a[np.argsort(a.seeds)], values_b[np.argsort(b.seeds)]
+        differences = in_order_a[:seeds] - in_order_b[:seeds]
     error = _binding_error(levels, seeds)
     return Comparison(
-        float(estimate), None, pairing, seeds, levels[0].variance, error, *ranks, levels=levels, cells=(a.key, b.key)
+        float(estimate),
+        None,
+        pairing,
+        seeds,
+        levels[0].variance,
+        error,
+        *ranks,
+        levels=levels,
+        cells=(a.key, b.key),
+        differences=differences,
     )
 
 

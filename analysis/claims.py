@@ -4,6 +4,7 @@ interval, its power and a verdict (the rule is ``VERDICT_RULE``, also printed at
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,43 +20,45 @@ from gaca.estimators.registry import claimed_order, estimator_label
 
 HOLDS, CONTRADICTED, INCONCLUSIVE, MISSING = "holds", "contradicted", "inconclusive", "missing runs"
 EQUIVALENT = sequential.EQUIVALENT
-"""A sequential design's verdict on "a > b" whose repeated interval lies inside the margin."""
+"""A verdict on "a > b" (or a claim all of whose parts are) shown inside the margin by two one-sided tests."""
 MARGIN_POINTS = 100 * stats.EQUIVALENCE_MARGIN
+ALPHA_POINTS = 100 * stats.ALPHA
 VERDICT_RULE = f"""\
-Verdict rule for a claim "a > b" (every claim is one or more of these):
+Verdict rule. Every comparison is a test of the mean of its per-seed differences a - b (paired by
+seed; cells that share no seed, the k-th seed of each), which lie in [-1, 1] whatever shape the runs'
+outcomes take (learning or collapsing included): a test by betting (Waudby-Smith and Ramdas 2023,
+docs/sequential.md) that keeps its level for any bounded outcomes and at every seed count. A claim
+of k comparisons tests each at {ALPHA_POINTS:g}% / k (Bonferroni), so the chance that any of its
+parts is decided falsely is at most {ALPHA_POINTS:g}%; the claims of a block are not corrected
+against each other (each claim keeps its own {ALPHA_POINTS:g}%).
 
-- **holds**: the 95% interval of a - b lies above zero;
-- **contradicted**: the 95% interval of a - b lies below zero;
-- **inconclusive**: the interval includes zero (the power line says how many seeds would decide);
+- "a > b" **holds** when "a - b > 0" is shown at {ALPHA_POINTS / 2:g}% / k, is **contradicted** when
+  "a - b < 0" is, is **equivalent** when both "a - b > -{MARGIN_POINTS:g} pts" and "a - b <
+  +{MARGIN_POINTS:g} pts" are shown, each at {ALPHA_POINTS:g}% / k (two one-sided tests, TOST), and
+  is otherwise **inconclusive**; the interval shown is the 1 - {ALPHA_POINTS:g}% / k interval of
+  the same test.
+- "a does not improve on b" (alpha_c) **holds** when "the gain is below +{MARGIN_POINTS:g} pts" is
+  shown at {ALPHA_POINTS:g}% / k (one one-sided test; the line adds whether the variants are also
+  equivalent within ±{MARGIN_POINTS:g} by TOST, or a is worse), is **contradicted** when "the gain
+  is above +{MARGIN_POINTS:g} pts" is shown, and is otherwise inconclusive.
 - **missing runs**: a cell it needs has no runs, or lacks a seed that its block ran for other cells.
 
-A claim made of several comparisons is contradicted if any part is, holds if all hold, and is
-otherwise inconclusive (or missing runs). The lambda0 sweep is concave with an interior optimum
-when its middle point beats both endpoints (two such comparisons). "Does not help" (alpha_c) is
-tested with two one-sided tests (TOST, 5% each, so the 90% interval) against a margin of
-{MARGIN_POINTS:g} points: it holds when the gain lies below +{MARGIN_POINTS:g} (the variants are
-then equivalent within the margin, or the variant is worse, as the line says), is contradicted when
-the gain lies above +{MARGIN_POINTS:g}, and is otherwise inconclusive.
+A claim is contradicted if any part is, holds if all hold, is equivalent only if all its parts are,
+and is otherwise inconclusive (or missing runs). The lambda0 sweep is concave with an interior
+optimum when its middle point beats both endpoints (two comparisons).
 
-Intervals of a difference are paired when both cells share seeds (same environment and scale: the
-same starting policy, task order and evaluation tasks per seed): a t interval over the per-seed
-differences (n - 1 degrees of freedom), never narrower than the t interval of the per-task
-differences' noise within seeds. Other differences combine the two cells' spreads (Welch,
-"unpaired"). One seed gives no interval (nothing measures the spread between seeds): no verdict.
-P(a > b) is the fraction of seed pairs in which a scored
-higher (ties half; rliable's probability of improvement), given with the one-sided exact
-Mann-Whitney p of that ranking: 0.89 with 3 against 3 seeds is p = 0.10. It is not the probability
-that a is the better method. Power: the smallest difference the comparison detects at 80% power and
-alpha 0.05 with the seeds it has, and the seeds a 3- and a 5-point difference need, from the
-measured seed- and task-level variance (power of the same t test, noncentral t; with 3 seeds the
-variance itself is uncertain).
+With few seeds this test decides only large differences: with 15 seeds that all show the same gain
+d, "a > b" holds once d is about 28 points, and "does not help" or "equivalent" within
+±{MARGIN_POINTS:g} points need about 99 seeds; no test that is valid for every shape of bounded
+outcomes can do better (docs/sequential.md). P(a > b) is the fraction of seed pairs in which a
+scored higher (ties half; rliable's probability of improvement), with the one-sided exact
+Mann-Whitney p of that ranking; it is not the probability that a is the better method. The power
+lines are those of a t test with the measured seed- and task-level variance (it assumes normal seed
+means, so it is what the verdicts' test can reach at best).
 
-A block run with `gaca sweep BLOCK --until-decided` is judged by its sequential design instead
-(stated above the table when its runs carry one): each comparison by its repeated confidence
-interval at the look that decided it (or the last look made), at that look's level, so that over
-all looks a false "holds" or "contradicted" stays at 5%; a comparison "a > b" whose interval lies
-inside the margin is **equivalent**, and so is a claim with an equivalent part and none
-contradicted."""
+A block run with `gaca sweep BLOCK --until-decided` is judged by the same tests read after each of
+its rounds (its design is stated above the table when its runs carry one): each comparison keeps
+the verdict of the first look that showed one."""
 LAMBDA_TOLERANCE = 0.01
 """How far the mean lambda may sit from lambda0 and still "equal" it (clamping moves it slightly)."""
 CLAMP_LIMIT = 0.01
@@ -92,6 +95,8 @@ class Evidence:
 
 
 def combine(verdicts: Sequence[str]) -> str:
+    """A claim's verdict from its parts': contradicted if any is, holds if all do, equivalent only if
+    all are (an equivalent part refutes an "a > b" claim as much as it supports nothing)."""
     if not verdicts:
         return MISSING
     if CONTRADICTED in verdicts:
@@ -100,30 +105,36 @@ def combine(verdicts: Sequence[str]) -> str:
         return MISSING
     if all(verdict == HOLDS for verdict in verdicts):
         return HOLDS
-    return EQUIVALENT if EQUIVALENT in verdicts else INCONCLUSIVE
+    return EQUIVALENT if all(verdict == EQUIVALENT for verdict in verdicts) else INCONCLUSIVE
 
 
-def greater(comparison: Comparison) -> str:
-    """Verdict on "a > b" from ``compare(a, b)``: which side of zero its 95% interval lies on
-    (inconclusive without an interval)."""
-    if comparison.low > 0:
-        return HOLDS
-    return CONTRADICTED if comparison.high < 0 else INCONCLUSIVE
+VERDICTS = {
+    sequential.HOLDS: HOLDS,
+    sequential.CONTRADICTED: CONTRADICTED,
+    sequential.EQUIVALENT: EQUIVALENT,
+    sequential.CONTINUE: INCONCLUSIVE,
+}
+"""A test's decision as a claim verdict (undecided: inconclusive)."""
 
 
-def no_gain(comparison: Comparison, margin: float = stats.EQUIVALENCE_MARGIN) -> tuple[str, str]:
-    """Verdict on "a does not improve on b" from ``compare(a, b)`` by two one-sided tests against
-    +-``margin`` (each at 5%: the 90% interval), and what the lower test adds."""
-    low, high = comparison.interval(1.0 - 2 * stats.ALPHA)
-    points = f"{100 * margin:g} pts"
-    if math.isnan(low):
+def test(comparison: Comparison, kind: str, parts: int = 1) -> tuple[str, str]:
+    """A comparison's verdict at a fixed seed count (``sequential.run_fixed``, one of ``parts``
+    comparisons of its claim) and what the line says about it: the interval of its test, and for
+    ``NO_GAIN`` whether the variants are equivalent within the margin or a is worse."""
+    differences = comparison.differences
+    level = sequential.claim_level(stats.ALPHA, parts)
+    if differences.size < 2:
         return INCONCLUSIVE, f"not tested: {_NO_INTERVAL}"
-    if low > margin:
-        return CONTRADICTED, f"gain above +{points} (90% interval [{100 * low:+.2f}, {100 * high:+.2f}])"
-    if high >= margin:
-        return INCONCLUSIVE, f"gain not shown below +{points} (90% interval [{100 * low:+.2f}, {100 * high:+.2f}])"
-    detail = f"equivalent within ±{points} (TOST)" if low > -margin else f"lower by up to {-100 * low:.2f} pts"
-    return HOLDS, f"{detail}; 90% interval [{100 * low:+.2f}, {100 * high:+.2f}]"
+    low, high = sequential.interval(differences, level)
+    shown = f"{100 * (1 - level):.3g}% interval [{100 * low:+.2f}, {100 * high:+.2f}] (betting)"
+    verdict = VERDICTS[
+        str(sequential.run_fixed(differences[None], stats.ALPHA, stats.EQUIVALENCE_MARGIN, kind, parts)[0])
+    ]
+    if kind == sequential.NO_GAIN and verdict == HOLDS:
+        inside = sequential.tost_equivalent(differences[None], level, stats.EQUIVALENCE_MARGIN)[0, -1]
+        points = f"{MARGIN_POINTS:g} pts"
+        shown += f"; {'equivalent within ±' + points + ' (TOST)' if inside else 'gain below +' + points}"
+    return verdict, shown
 
 
 def describe(result: CellResult, name: str) -> str:
@@ -140,11 +151,8 @@ _NO_INTERVAL = "no interval with one seed (no seed-level variance)"
 
 
 def describe_comparison(comparison: Comparison, a: str, b: str, verdict: str, detail: str = "") -> str:
-    interval = (
-        f"[{100 * comparison.low:+.2f}, {100 * comparison.high:+.2f}]" if comparison.estimable else f"({_NO_INTERVAL})"
-    )
     return (
-        f"{a} − {b}: {100 * comparison.estimate:+.2f} pts {interval} "
+        f"{a} − {b}: {100 * comparison.estimate:+.2f} pts "
         f"({comparison.pairing}, n={comparison.seeds}); P({a} > {b}) over seed pairs = "
         f"{comparison.probability_of_improvement:.2f} (one-sided exact p = {comparison.p_value:.2f})"
         + (f"; {detail}" if detail else "")
@@ -176,33 +184,30 @@ def _missing(named: Sequence[tuple[str, CellResult]]) -> list[str]:
 
 @dataclass
 class _Check:
-    """The comparisons of one claim as they are made: numbers, verdicts, and the comparisons."""
+    """The comparisons of one claim as they are made; their verdicts once all are known (each is
+    tested at alpha over their number)."""
 
     numbers: list[str]
-    verdicts: list[str] = field(default_factory=list)
-    comparisons: list[tuple[str, Comparison]] = field(default_factory=list)
-    kinds: list[str] = field(default_factory=list)
+    made: list[tuple[str, str, Comparison, str]] = field(default_factory=list)
+    """(a's name, b's name, the comparison, its kind)."""
 
     def greater(self, a_name: str, a: CellResult, b_name: str, b: CellResult) -> None:
-        comparison = compare(a, b)
-        self.verdicts.append(greater(comparison))
-        self.kinds.append(sequential.GREATER)
-        self._add(comparison, a_name, b_name)
+        self.made.append((a_name, b_name, compare(a, b), sequential.GREATER))
 
     def no_gain(self, a_name: str, a: CellResult, b_name: str, b: CellResult) -> None:
-        comparison = compare(a, b)
-        verdict, detail = no_gain(comparison)
-        self.verdicts.append(verdict)
-        self.kinds.append(sequential.NO_GAIN)
-        self._add(comparison, a_name, b_name, detail)
-
-    def _add(self, comparison: Comparison, a_name: str, b_name: str, detail: str = "") -> None:
-        self.numbers.append(describe_comparison(comparison, a_name, b_name, self.verdicts[-1], detail))
-        self.numbers.append(describe_power(comparison, a_name, b_name))
-        self.comparisons.append((f"{a_name} − {b_name}", comparison))
+        self.made.append((a_name, b_name, compare(a, b), sequential.NO_GAIN))
 
     def claim(self, statement: str, notes: Sequence[str] = ()) -> Claim:
-        return Claim(statement, combine(self.verdicts), self.numbers, list(notes), self.comparisons, self.kinds)
+        numbers = list(self.numbers)
+        verdicts = []
+        for a_name, b_name, comparison, kind in self.made:
+            verdict, detail = test(comparison, kind, len(self.made))
+            verdicts.append(verdict)
+            numbers.append(describe_comparison(comparison, a_name, b_name, verdict, detail))
+            numbers.append(describe_power(comparison, a_name, b_name))
+        comparisons = [(f"{a} − {b}", comparison) for a, b, comparison, _ in self.made]
+        kinds = [kind for *_, kind in self.made]
+        return Claim(statement, combine(verdicts), numbers, list(notes), comparisons, kinds)
 
 
 def ordered(statement: str, named: Sequence[tuple[str, CellResult]]) -> Claim:
@@ -315,13 +320,12 @@ def alpha_c_does_not_help(evidence: Evidence) -> Claim:
 
 
 def main_order(evidence: Evidence) -> Claim:
+    """The claimed order in every setting with runs: its consecutive pairs in all settings are the
+    claim's comparisons (one family); a setting missing runs makes the claim missing runs."""
     order = claimed_order()
     statement = " > ".join(estimator_label(m) for m in reversed(order)) + " in every setting (Table 1)"
-    numbers: list[str] = []
+    check = _Check([])
     notes: list[str] = []
-    verdicts = []
-    comparisons = []
-    kinds: list[str] = []
     main = report_blocks().main
     for env, scale in evidence.plan.settings(main):
         named = [
@@ -330,15 +334,17 @@ def main_order(evidence: Evidence) -> Claim:
         ]
         if all(result.n == 0 for _, result in named):
             continue
-        claim = ordered(statement, named)
-        numbers += claim.numbers
-        notes += claim.notes
-        verdicts.append(claim.verdict)
-        comparisons += claim.comparisons
-        kinds += claim.kinds
-    if not verdicts:
+        check.numbers += [describe(result, name) for name, result in named]
+        missing = _missing(named)
+        notes += missing
+        if missing:
+            continue
+        for (low_name, low), (high_name, high) in zip(named, named[1:]):
+            check.greater(high_name, high, low_name, low)
+    if not check.made and not notes:
         notes.append("no setting has runs")
-    return Claim(statement, combine(verdicts), numbers, notes, comparisons, kinds)
+    claim = check.claim(statement, notes)
+    return dataclasses.replace(claim, verdict=combine([claim.verdict, MISSING])) if notes else claim
 
 
 def gate_in_linear_regime(evidence: Evidence) -> Claim:
@@ -444,7 +450,9 @@ def markdown(claims: Sequence[Claim], header: Sequence[str], efficiency: pd.Data
             "## Power of each comparison",
             "",
             "Smallest difference detected at 80% power (two-sided alpha 0.05) with the seeds at hand, and the "
-            "seeds per cell a 3- and a 5-point difference need, from the measured variance (power of the t test).",
+            "seeds per cell a 3- and a 5-point difference need, from the measured variance (power of the t test, "
+            "which assumes normal seed means: the verdicts' test, valid for any bounded outcomes, needs more; "
+            "see the verdict rule).",
             "",
             "| # | Comparison | Pairing | Seeds | Detectable (pts) | " + " | ".join(_target_headings()) + " |",
             "| --- | --- | --- | ---: | ---: | " + " | ".join("---:" for _ in stats.DETECTION_TARGETS) + " |",
@@ -474,9 +482,18 @@ def markdown(claims: Sequence[Claim], header: Sequence[str], efficiency: pd.Data
     return "\n".join(lines) + "\n"
 
 
+CAPTION = (
+    "Each comparison is a test by betting of the mean per-seed difference, valid for bounded outcomes of any "
+    f"shape; a claim of k comparisons tests each at {ALPHA_POINTS:g}%/k (Bonferroni), so any false decision "
+    f"among its parts has probability at most {ALPHA_POINTS:g}%; the claims of a block are not corrected against "
+    "each other. Holds / contradicted: a > b / a < b shown; equivalent: all parts inside "
+    f'±{MARGIN_POINTS:g} points by two one-sided tests; "does not help": a gain below +{MARGIN_POINTS:g} points '
+    "shown; inconclusive: none shown."
+)
+"""The verdict rule in one caption (claims.md states it in full, ``VERDICT_RULE``)."""
 SEQUENTIAL_VERDICTS = (
-    "A block run until decided takes its verdicts from its repeated intervals instead (its design is stated "
-    "with the data)."
+    "A block run until decided takes each comparison's verdict from the first of its rounds that showed one (its "
+    "design is stated with the data)."
 )
 
 
@@ -489,8 +506,7 @@ def latex_table(claims: Sequence[Claim], sequential: bool = False) -> str:
         r"\centering",
         r"\small",
         r"\caption*{The paper's qualitative claims checked on the runs (numbers and intervals in claims.md). "
-        r"Holds / contradicted: the 95\% interval of the difference lies above / below zero; inconclusive: it "
-        rf"includes zero; ``does not help'' is two one-sided tests against $\pm{MARGIN_POINTS:g}$ points."
+        + escape(CAPTION)
         + (" " + escape(SEQUENTIAL_VERDICTS) if sequential else "")
         + "}",
         r"\begin{tabular}{rp{0.68\linewidth}l}",
@@ -512,7 +528,8 @@ def latex_table(claims: Sequence[Claim], sequential: bool = False) -> str:
             r"\small",
             r"\caption*{Power of each comparison behind a verdict: the smallest difference detected at 80\% power "
             r"(two-sided $\alpha = 0.05$) with the seeds at hand, and the seeds per cell a 3- and a 5-point "
-            r"difference need, from the measured seed- and task-level variance (power of the t test).}",
+            r"difference need, from the measured seed- and task-level variance (power of the t test, which "
+            r"assumes normal seed means; the verdicts' test needs more).}",
             r"\footnotesize",
             r"\begin{tabular}{rp{0.36\linewidth}lrr" + "r" * len(stats.DETECTION_TARGETS) + "}",
             r"\toprule",

@@ -1,11 +1,12 @@
 """The sequential design (``analysis.sequential``) applied to a block's claims: its looks replayed on
-the seeds the cells have, each comparison tested at each look's boundary until it is decided.
+the seeds the cells have, each comparison tested at each look (at alpha over its claim's number of
+comparisons) until one shows a verdict.
 
 A replay is a pure function of the cells and the stored ``Schedule``: ``gaca sweep BLOCK
 --until-decided`` replays after every round to decide whether to go on, and ``gaca report``
 replays to state the design and the adjusted verdicts, so both always agree. Look k uses each
 cell's seeds below n_k (the rounds run seeds 0, 1, ..., n_k - 1). A comparison decided at a look
-keeps that decision and that look's repeated interval.
+keeps that decision and that look's interval.
 """
 
 from __future__ import annotations
@@ -19,12 +20,11 @@ import numpy as np
 import pandas as pd
 
 from analysis import claims as claims_module
+from analysis import sequential
+from analysis.blocks import Block
 from analysis.cells import CellKey, CellResult, Comparison, Plan
-from analysis.claims import CONTRADICTED, EQUIVALENT, HOLDS, INCONCLUSIVE, MISSING, Claim, Evidence
-from analysis.sequential import CONTINUE, Schedule, decide, rci_half_width
-
-VERDICTS = {HOLDS: HOLDS, CONTRADICTED: CONTRADICTED, EQUIVALENT: EQUIVALENT, CONTINUE: INCONCLUSIVE}
-"""A comparison's sequential decision as a claim verdict (undecided: inconclusive)."""
+from analysis.claims import INCONCLUSIVE, MISSING, VERDICTS, Claim, Evidence
+from analysis.sequential import CONTINUE, Schedule
 
 
 @dataclass(frozen=True)
@@ -43,19 +43,17 @@ class Tested:
     low: float
     high: float
     level: float
-    """The look's nominal two-sided level (the interval is at 1 - level)."""
+    """The level its tests are at: alpha over its claim's comparisons (the interval is at 1 - level)."""
     decision: str
     rows: tuple[str, ...] = ()
     """The block's rows (variant names) whose cells it compares."""
 
     def line(self) -> str:
         where = f"decided at look {self.look + 1}" if self.decided else f"undecided after look {self.look + 1}"
-        if self.level == 0:
-            shown = "no decision at this look (too few seeds)"
-        elif math.isnan(self.low):
-            shown = f"repeated {100 * (1 - self.level):.3g}% interval: none"
+        if math.isnan(self.low):
+            shown = f"{100 * (1 - self.level):.3g}% interval: none"
         else:
-            shown = f"repeated {100 * (1 - self.level):.3g}% interval [{100 * self.low:+.2f}, {100 * self.high:+.2f}]"
+            shown = f"{100 * (1 - self.level):.3g}% interval [{100 * self.low:+.2f}, {100 * self.high:+.2f}] (betting)"
         return (
             f"{self.name}: {100 * self.estimate:+.2f} pts, {shown} "
             f"(n={self.seeds}; {self.kind}) → {self.decision}, {where}"
@@ -87,18 +85,16 @@ class Replay:
         return {row for t in self.remaining for row in t.rows}
 
     def design_lines(self, block: str) -> list[str]:
-        """What a report says about the design: looks made, alpha spent, seeds per cell, and each
+        """What a report says about the design: looks made, the test, seeds per cell, and each
         comparison's decision with its look."""
         s = self.schedule
         decided = len(self.tested) - len(self.remaining)
-        spent = s.spent(self.looks_made)
         seeds = ", ".join(f"{name} {n}" for name, n in self.seeds_per_cell.items())
         lines = [
-            f"Sequential design of {block}: looks after {', '.join(map(str, s.looks))} seeds, {s.spending} "
-            f"alpha spending at alpha {s.alpha:g} (calibrated by simulation to spend {s.spent_level:.4f}), no "
-            f"decision before {s.min_deciding} seeds, margin ±{100 * s.margin:g} pts; {self.looks_made} of "
-            f"{len(s.looks)} looks made, alpha spent {spent:.4f}; {decided} of {len(self.tested)} comparisons "
-            f"decided{'' if self.remaining else ' (the block stopped)'}.",
+            f"Sequential design of {block}: looks after {', '.join(map(str, s.looks))} seeds, tests by betting "
+            f"valid at every look (alpha {s.alpha:g}, each of a claim's k comparisons at alpha / k), margin "
+            f"±{100 * s.margin:g} pts; {self.looks_made} of {len(s.looks)} looks made; {decided} of "
+            f"{len(self.tested)} comparisons decided{'' if self.remaining else ' (the block stopped)'}.",
             f"Seeds per cell: {seeds}.",
         ]
         return lines + [t.line() for t in self.tested]
@@ -108,7 +104,11 @@ def restrict(cell: CellResult, seeds: int) -> CellResult:
     """``cell`` with only its seeds below ``seeds``, expecting exactly those it has: whether a look
     is made is decided per comparison (``replay``), so a cell the rounds stopped running is not
     "partial" at a later look."""
-    keep = [i for i, seed in enumerate(cell.seeds) if seed < seeds]
+    return _keep(cell, [i for i, seed in enumerate(cell.seeds) if seed < seeds])
+
+
+def _keep(cell: CellResult, keep: list[int]) -> CellResult:
+    """``cell`` with only its runs at indices ``keep``, expecting exactly their seeds."""
     tasks = None if cell.task_success is None else tuple(cell.task_success[i] for i in keep)
     auc = None if cell.auc is None else cell.auc[keep]
     kept = tuple(cell.seeds[i] for i in keep)
@@ -148,6 +148,7 @@ def replay(
         claims_now = [function(restricted) for function in functions]
         made_here = False
         for claim in claims_now:
+            level = sequential.claim_level(schedule.alpha, len(claim.comparisons))
             for (name, comparison), kind in zip(claim.comparisons, claim.kinds):
                 key = (claim.statement, name)
                 if key in states and states[key].decided:
@@ -155,9 +156,8 @@ def replay(
                 if comparison.seeds < n:
                     continue  # this look is not made for it: a cell lacks some of seeds 0 .. n - 1
                 made_here = True
-                level = float(schedule.levels(kind)[k])
-                low, high = interval_at(comparison, level)
-                made = str(decide(np.array([low]), np.array([high]), kind, schedule.margin)[0])
+                low, high = sequential.interval(comparison.differences, level)
+                made = str(sequential.shown(comparison.differences[None], kind, level, schedule.margin)[0, -1])
                 if claim.verdict == MISSING:
                     made = CONTINUE
                 states[key] = Tested(
@@ -198,21 +198,9 @@ def _adjust(claim: Claim, states: Mapping[tuple[str, str], Tested]) -> Claim:
 
 
 def repeated_interval(schedule: Schedule, comparison: Comparison) -> tuple[float, float, float]:
-    """``comparison``'s repeated interval (``GREATER`` boundaries) at the last look of ``schedule``
-    its paired seeds reach: (low, high, the look's nominal level); NaN bounds and level 0 before the
-    first deciding look. Valid at whichever look the rounds stopped, as the decisions are."""
-    reached = [k for k, n in enumerate(schedule.looks) if n <= comparison.seeds]
-    level = float(schedule.levels()[reached[-1]]) if reached else 0.0
-    return (*interval_at(comparison, level), level)
-
-
-def interval_at(comparison: Comparison, level: float) -> tuple[float, float]:
-    """``comparison``'s repeated interval at a look's nominal two-sided ``level``; NaN bounds at
-    level 0 (a look before the first deciding one: no interval, ``decide`` continues)."""
-    if level == 0.0:
-        return math.nan, math.nan
-    half = rci_half_width(comparison.levels, comparison.seeds, level)
-    return comparison.estimate - half, comparison.estimate + half
+    """``comparison``'s interval at the design's level over all its paired seeds (``sequential.interval``,
+    valid at whichever look the rounds stopped, as the decisions are): (low, high, its level)."""
+    return (*sequential.interval(comparison.differences, schedule.alpha), schedule.alpha)
 
 
 STAND_IN_SUCCESS = (0.4, 0.5, 0.6)
@@ -254,36 +242,66 @@ def decidable_blocks() -> list[str]:
     return sorted({needs[0] for needs, _ in claims_module.CLAIMS.values() if len(needs) == 1})
 
 
+@dataclass(frozen=True)
+class Designed:
+    """What a block's runs say about its design: the design (None: none, or several), the cells
+    without the runs that existed before it, and the notes a report gives."""
+
+    schedule: Schedule | None
+    results: Mapping[CellKey, CellResult]
+    notes: list[str]
+
+
+def designed(plan: Plan, block: Block, results: Mapping[CellKey, CellResult], ledger: pd.DataFrame) -> Designed:
+    """The design the used runs of ``block``'s cells carry (``gaca.sequential.<block>``).
+
+    The design is recorded before the block's first round, so its first tagged run marks when it
+    existed. A run of the block's cells without the tag that started later (made by another block's
+    rounds, or a plain sweep) is read like the others: the rounds run seeds 0, 1, ... in order and
+    the replay is the whole procedure. One that started earlier existed before the design (a design
+    chosen after seeing it could be chosen for it): it is left out of the decisions and listed.
+    Runs that carry different designs leave the block to the fixed-n verdicts, noted."""
+    used = ledger.loc[ledger["reason"].isna()]
+    env, scale = plan.settings(block)[0]
+    names = {plan.cell(variant, env, scale): variant.name for variant in block.variants}
+    members = used.loc[used["cell"].isin(list(names))]
+    tags = [d.get(block.name) if isinstance(d, dict) else None for d in members.get("sequential", [])]
+    found = {tag for tag in tags if tag}
+    if len(found) != 1:
+        note = f"{block.name}: its runs carry {len(found)} sequential designs; its claims use the fixed-n verdicts"
+        return Designed(None, results, [note] if found else [])
+    tagged = np.array([bool(tag) for tag in tags], dtype=bool)
+    before = members.loc[~tagged & (members["start_time"] < members.loc[tagged, "start_time"].min()).to_numpy()]
+    notes = []
+    if not before.empty:
+        listed = ", ".join(f"{names[cell]} seed {seed}" for cell, seed in zip(before["cell"], before["seed"]))
+        notes.append(
+            f"{block.name}: {len(before)} run(s) of its cells existed before its design and are not read into its "
+            f"decisions: {listed}"
+        )
+    dropped = set(before["run_id"])
+    kept = {
+        key: _keep(cell, [i for i, run_id in enumerate(cell.run_ids) if run_id not in dropped])
+        for key, cell in results.items()
+    }
+    return Designed(Schedule.from_tag(found.pop()), kept, notes)
+
+
 def designs(
     plan: Plan, results: Mapping[CellKey, CellResult], ledger: pd.DataFrame, diagnostics: pd.DataFrame
 ) -> tuple[dict[str, Replay], list[str]]:
-    """Per requested block whose used runs carry one design (``gaca.sequential.<block>``), its
-    replay; and a note for each block whose runs carry several (then its claims keep the fixed-n
-    intervals).
-
-    A run of the block's cells without the tag (launched by another block's rounds, or by a plain
-    sweep) is read like the others: the rounds run seeds 0, 1, ... in order and the replay is the
-    whole procedure (each comparison stops at the look that decides it), so it decides what the
-    rounds would have decided whenever its runs were made."""
-    used = ledger.loc[ledger["reason"].isna()]
+    """Per requested block with one design (``designed``), its replay; and the notes of every block."""
     found: dict[str, Replay] = {}
     notes: list[str] = []
     for block in plan.blocks:
         if not block_claims(block.name):
             continue
+        design = designed(plan, block, results, ledger)
+        notes += design.notes
+        if design.schedule is None:
+            continue
         env, scale = plan.settings(block)[0]
         names = {plan.cell(variant, env, scale): variant.name for variant in block.variants}
-        members = used.loc[used["cell"].isin(list(names))]
-        tags = [(d or {}).get(block.name) if isinstance(d, dict) else None for d in members.get("sequential", [])]
-        designed = {tag for tag in tags if tag}
-        if not designed:
-            continue
-        if len(designed) > 1:
-            notes.append(
-                f"{block.name}: its runs carry {len(designed)} sequential designs; its claims use the fixed-n intervals"
-            )
-            continue
-        schedule = Schedule.from_tag(designed.pop())
-        evidence = Evidence(plan, results, diagnostics)
-        found[block.name] = replay(evidence, block_claims(block.name), schedule, names)
+        evidence = Evidence(plan, design.results, diagnostics)
+        found[block.name] = replay(evidence, block_claims(block.name), design.schedule, names)
     return found, notes

@@ -4,9 +4,9 @@ until every comparison its claims make is decided (``analysis.sequential``), or 
 Round k runs seeds 0 .. n_k - 1 of the cells the claims compare (the first round: every row a
 comparison of the block's claims, or of the ``--claim`` ones, reads; later rounds: the rows of the
 comparisons still undecided; the seeds already finished are skipped, as in any sweep), then the
-claims are replayed look by look at the design's boundaries (``analysis.sequential_claims``): the
-current repeated intervals, the boundary, which comparisons remain and the seeds left are printed,
-and the block stops when nothing remains.
+claims are replayed look by look (``analysis.sequential_claims``: tests by betting, valid at every
+look): each comparison's interval and decision, which comparisons remain and the seeds left are
+printed, and the block stops when nothing remains.
 
 The design (``analysis.sequential.Schedule``) is written once as the experiment tag
 ``gaca.sequential.<block>[.<hash of the run overrides, where runs log aside>]`` before the first round; a rerun with
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from gaca.contract import TAG_SEQUENTIAL
@@ -37,7 +38,7 @@ PLACEMENT_KEYS = ("tracking.", "output_dir=")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from analysis import sequential, stats
 
-    group = parser.add_argument_group("run until decided (group-sequential seeds, analysis/sequential.py)")
+    group = parser.add_argument_group("run until decided (seeds in rounds, analysis/sequential.py)")
     group.add_argument(
         "--until-decided", action="store_true", help="run rounds of seeds until every claim comparison is decided"
     )
@@ -47,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--first-round", type=int, help=f"seeds of the first round (default {sequential.FIRST_ROUND})")
     group.add_argument("--round", type=int, help=f"seeds added per later round (default {sequential.ROUND})")
-    group.add_argument("--spending", choices=sorted(sequential.SPENDING), help="alpha spending (default obf)")
+    group.add_argument("--alpha", type=float, help=f"level of each claim's tests (default {stats.ALPHA:g})")
     group.add_argument(
         "--claim",
         action="append",
@@ -56,26 +57,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-SEQUENTIAL_FLAGS = ("max_seeds", "margin", "first_round", "round", "spending", "claim")
+SEQUENTIAL_FLAGS = ("max_seeds", "margin", "first_round", "round", "alpha", "claim")
 
 
 def design(args: argparse.Namespace) -> Schedule:
-    """The schedule the flags ask for (uncalibrated); ValueError naming the flag when one is invalid."""
+    """The schedule the flags ask for; ValueError naming the flag and what it allows when one is invalid."""
     from analysis import sequential, stats
 
     given = [f"--{flag.replace('_', '-')}" for flag in SEQUENTIAL_FLAGS if getattr(args, flag) is not None]
     if given and not args.until_decided:
         raise ValueError(f"{', '.join(given)} only go with --until-decided")
-    margin = stats.EQUIVALENCE_MARGIN if args.margin is None else args.margin / 100.0
-    if margin < 0:
-        raise ValueError(f"--margin must be >= 0 points, got {args.margin:g}")
-    first = sequential.FIRST_ROUND if args.first_round is None else args.first_round
+    if args.margin is not None and not 0 <= args.margin < 100:
+        raise ValueError(f"--margin must be in [0, 100) points, got {args.margin:g}")
+    alpha = stats.ALPHA if args.alpha is None else args.alpha
+    sequential.check_level(alpha, "--alpha")
     return sequential.Schedule.rounds(
         sequential.MAX_SEEDS if args.max_seeds is None else args.max_seeds,
-        first,
+        sequential.FIRST_ROUND if args.first_round is None else args.first_round,
         sequential.ROUND if args.round is None else args.round,
-        spending=args.spending or sequential.DEFAULT_SPENDING,
-        margin=margin,
+        alpha,
+        stats.EQUIVALENCE_MARGIN if args.margin is None else args.margin / 100.0,
     )
 
 
@@ -123,8 +124,6 @@ def run_until_decided(args: argparse.Namespace, blocks: list[Block], session: An
     except (InvalidRuns, ValueError) as error:
         print(f"gaca sweep: invalid run(s); nothing was launched:\n{error}", file=sys.stderr)
         return EXIT_INVALID
-    print(f"calibrating the design by simulation ({schedule.tag()}) ...", flush=True)
-    schedule = schedule.calibrated()
     key = store_key(block.name, run_overrides)
     problem = stored_conflict(uri, experiment, key, schedule)
     if problem:
@@ -146,15 +145,10 @@ def seeds_override(seeds: int) -> str:
 
 
 def design_text(schedule: Schedule) -> str:
-    levels = schedule.levels()
-    boundary = ", ".join(
-        f"{n}: {'none (no decision yet)' if level == 0 else f'{100 * (1 - level):.3f}% interval'}"
-        for n, level in zip(schedule.looks, levels)
-    )
     return (
-        f"sequential design: {schedule.spending} alpha spending, alpha {schedule.alpha:g} calibrated to spend "
-        f"{schedule.spent_level:.4f}, margin ±{100 * schedule.margin:g} pts; looks (seeds: repeated interval) "
-        f"{boundary}"
+        f"sequential design: looks after {', '.join(map(str, schedule.looks))} seeds; tests by betting valid at "
+        f"every look, alpha {schedule.alpha:g} per claim (each of its k comparisons at alpha / k), margin "
+        f"±{100 * schedule.margin:g} pts"
     )
 
 
@@ -172,7 +166,7 @@ def stored_conflict(uri: str, experiment: str, key: str, schedule: Schedule) -> 
         return None
     return (
         f"this block was started with the design {stored!r} (experiment tag {key}); rerun with the same "
-        f"--max-seeds/--first-round/--round/--margin/--spending, not {schedule.tag()!r}"
+        f"--max-seeds/--first-round/--round/--margin/--alpha, not {schedule.tag()!r}"
     )
 
 
@@ -198,8 +192,11 @@ def rounds(
 
     experiment_id = prepare_store(uri, experiment)
     client = MlflowClient(tracking_uri=uri)
-    if client.get_experiment(experiment_id).tags.get(key) is None:
+    tags = client.get_experiment(experiment_id).tags
+    if tags.get(key) is None:
         client.set_experiment_tag(experiment_id, key, schedule.tag())
+        client.set_experiment_tag(experiment_id, recorded_key(key), str(int(time.time() * 1000)))
+    recorded = client.get_experiment(experiment_id).tags.get(recorded_key(key))
     needed: set[str] | None = compared
     for k, seeds in enumerate(schedule.looks):
         print(f"\n=== round {k + 1} of at most {len(schedule.looks)}: seeds 0-{seeds - 1} ===", flush=True)
@@ -216,7 +213,7 @@ def rounds(
                 file=sys.stderr,
             )
             return status
-        tag_runs(client, uri, experiment, runs, block.name, schedule)
+        tag_runs(client, uri, experiment, runs, block.name, schedule, None if recorded is None else int(recorded))
         replay = evaluate(client, experiment, block.name, planned[0], schedule, claims)
         print(round_text(replay, block.name))
         if replay.finished:
@@ -268,35 +265,57 @@ def needed_runs(block_name: str, runs: list[PlannedRun], needed: set[str]) -> tu
     return kept, skipped
 
 
-def tag_runs(client: Any, uri: str, experiment: str, runs: list[PlannedRun], block: str, schedule: Schedule) -> None:
-    """Tag the finished runs of a round with the design (a tag: their run keys stay as they are)."""
+def recorded_key(key: str) -> str:
+    """The experiment tag that holds when the design under ``key`` was recorded (ms since the epoch)."""
+    return f"{key}.recorded"
+
+
+def tag_runs(
+    client: Any,
+    uri: str,
+    experiment: str,
+    runs: list[PlannedRun],
+    block: str,
+    schedule: Schedule,
+    recorded: int | None,
+) -> None:
+    """Tag the finished runs of a round with the design (a tag: their run keys stay as they are),
+    except runs that started before the design was ``recorded``: they stay untagged, so the replay
+    leaves them out of its decisions (``analysis.sequential_claims.designed``)."""
     from gaca.orchestration.plan import recorded_runs
 
-    recorded = recorded_runs(uri, experiment)
+    found = recorded_runs(uri, experiment)
     tag = f"{TAG_SEQUENTIAL}.{block}"
     for run in runs:
-        record = recorded.get(run.key)
-        if record is not None and record.tags.get(tag) != schedule.tag():
-            client.set_tag(record.run_id, tag, schedule.tag())
+        record = found.get(run.key)
+        if record is None or record.tags.get(tag) == schedule.tag():
+            continue
+        if recorded is not None and client.get_run(record.run_id).info.start_time < recorded:
+            continue
+        client.set_tag(record.run_id, tag, schedule.tag())
 
 
 def evaluate(
     client: Any, experiment: str, block_name: str, sample: PlannedRun, schedule: Schedule, claims: list[str] | None
 ) -> Replay:
-    """Replay the design on what the store holds for the block, at the setting its runs ran in;
+    """Replay the design on what the store holds for the block, at the setting its runs ran in,
+    without the runs that existed before the design (``sequential_claims.designed``, printed);
     ``claims`` (names) the claims replayed, default every claim of the block."""
     from analysis.claims import Evidence
     from analysis.report import read
-    from analysis.sequential_claims import replay
+    from analysis.sequential_claims import designed, replay
 
     block, plan = block_setting(block_name, sample)
     plan, runs = read(client, experiment, plan, "final", None)
-    evidence = Evidence(plan, runs.results, runs.diagnostics)
+    design = designed(plan, block, runs.results, runs.ledger)
+    for note in design.notes:
+        print(note)
+    evidence = Evidence(plan, design.results, runs.diagnostics)
     return replay(evidence, selected_claims(block_name, claims), schedule, row_names(block, plan))
 
 
 def round_text(replay: Replay, block: str) -> str:
-    """After a round: each comparison's repeated interval at this look's boundary, what remains and the seeds left."""
+    """After a round: each comparison's interval and decision at this look, what remains and the seeds left."""
     schedule = replay.schedule
     k = replay.looks_made - 1
     seeds = schedule.looks[k] if k >= 0 else 0

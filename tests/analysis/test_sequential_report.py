@@ -1,6 +1,6 @@
 """`gaca report` on a block run sequentially: the runs carry the design as a tag, the claims take the
-repeated intervals' verdicts, and the text states the looks, the alpha spent, the seeds per cell and
-at which look each comparison was decided."""
+verdicts of the looks, and the text states the looks, the test, the seeds per cell and at which look
+each comparison was decided."""
 
 from __future__ import annotations
 
@@ -16,13 +16,15 @@ from gaca.contract import TAG_SEQUENTIAL
 from .conftest import Store, make_report
 
 TASKS = 16
-# Per detector, seeds 0-5: entropy far above uniform (decided at the second look, 6 seeds, as the
-# first look at 3 seeds may not decide), uniform and random close (never decided).
+# Per detector, seeds 0-8: entropy 77 points above uniform, uniform and random close (never decided).
+# The claim makes 2 comparisons, each at 2.5% (1.25% a side): the capital of +77 points a seed grows
+# by about 1.77 a seed, so it passes 80 at the third look (9 seeds), not at the second (6).
 SUCCESS = {
-    "entropy": [0.9375, 1.0, 0.9375, 1.0, 0.9375, 1.0],
-    "uniform": [0.5, 0.5625, 0.4375, 0.5, 0.5625, 0.4375],
-    "random": [0.5, 0.4375, 0.5625, 0.5625, 0.4375, 0.5],
+    "entropy": [0.9375, 1.0, 0.9375] * 3,
+    "uniform": [0.1875, 0.25, 0.125] * 3,
+    "random": [0.1875, 0.125, 0.25] * 3,
 }
+LOOKS = (3, 6, 9, 12)
 
 
 def detector_store(folder: Path, values: dict[str, list[float]], schedule: Schedule) -> Store:
@@ -49,7 +51,7 @@ def detector_store(folder: Path, values: dict[str, list[float]], schedule: Sched
 
 @pytest.fixture(scope="module")
 def sequential_store(tmp_path_factory) -> tuple[Store, Schedule]:
-    schedule = Schedule((3, 6, 9))
+    schedule = Schedule(LOOKS)
     return detector_store(tmp_path_factory.mktemp("sequential"), SUCCESS, schedule), schedule
 
 
@@ -58,11 +60,11 @@ def test_the_report_states_the_design_and_takes_its_verdicts(sequential_store, t
     report = make_report(store, tmp_path, "detector", "--no-pdf")
     assert report.status == 0, report.stdout
     text = (tmp_path / "claims.md").read_text()
-    assert "Sequential design of detector: looks after 3, 6, 9 seeds, obf alpha spending" in text
-    assert f"2 of 3 looks made, alpha spent {schedule.spent(2):.4f}" in text
-    assert "Seeds per cell: random 6, uniform 6, entropy 6." in text
-    assert "entropy − uniform: +46.88 pts" in text and "→ holds, decided at look 2" in text
-    assert "uniform − random: +0.00 pts" in text and "→ continue, undecided after look 2" in text
+    assert "Sequential design of detector: looks after 3, 6, 9, 12 seeds, tests by betting" in text
+    assert "3 of 4 looks made; 1 of 2 comparisons decided" in text
+    assert "Seeds per cell: random 9, uniform 9, entropy 9." in text
+    assert "entropy − uniform: +77.08 pts, 97.5% interval [" in text and "→ holds, decided at look 3" in text
+    assert "uniform − random: +0.00 pts" in text and "→ continue, undecided after look 3" in text
     # One comparison undecided: the claim is inconclusive under the design, whatever the fixed-n one says.
     assert "| Detector: random < uniform < entropy (Section 4.3) | **inconclusive** |" in text
     assert "Sequential design of detector" in report.stdout
@@ -72,7 +74,9 @@ def test_the_report_states_the_design_and_takes_its_verdicts(sequential_store, t
 
 
 @pytest.mark.slow
-def test_runs_without_the_tag_are_read_and_two_designs_keep_the_fixed_n_intervals(sequential_store, tmp_path: Path):
+def test_runs_without_the_tag_are_read_unless_older_than_the_design_and_two_designs_keep_fixed_n(
+    sequential_store, tmp_path: Path
+):
     store, schedule = sequential_store
     client = MlflowClient(store.uri)
     run_ids = [run.info.run_id for run in client.search_runs([client.get_experiment_by_name("gaca").experiment_id])]
@@ -83,11 +87,19 @@ def test_runs_without_the_tag_are_read_and_two_designs_keep_the_fixed_n_interval
         report = make_report(store, tmp_path / "untagged", "detector", "--no-pdf")
         text = (tmp_path / "untagged" / "claims.md").read_text()
         assert report.status == 0
-        assert "Sequential design of detector" in text and "→ holds, decided at look 2" in text
+        assert "Sequential design of detector" in text and "→ holds, decided at look 3" in text
+        # The oldest run untagged: it existed before the design, so it decides nothing and is listed.
+        client.set_tag(run_ids[0], tag, schedule.tag())
+        client.delete_tag(run_ids[-1], tag)
+        report = make_report(store, tmp_path / "before", "detector", "--no-pdf")
+        text = (tmp_path / "before" / "claims.md").read_text()
+        assert "detector: 1 run(s) of its cells existed before its design and are not read into its decisions: " in text
+        assert "Seeds per cell: random 9, uniform 9, entropy 8." in text
+        client.set_tag(run_ids[-1], tag, schedule.tag())
         client.set_tag(run_ids[0], tag, Schedule((3, 5, 7)).tag())
         report = make_report(store, tmp_path / "two", "detector", "--no-pdf")
         text = (tmp_path / "two" / "claims.md").read_text()
-        assert "detector: its runs carry 2 sequential designs; its claims use the fixed-n intervals" in text
+        assert "detector: its runs carry 2 sequential designs; its claims use the fixed-n verdicts" in text
         assert "Sequential design of detector" not in text
     finally:
         client.set_tag(run_ids[0], tag, schedule.tag())
@@ -96,45 +108,38 @@ def test_runs_without_the_tag_are_read_and_two_designs_keep_the_fixed_n_interval
 
 @pytest.mark.slow
 def test_a_cell_the_rounds_stopped_running_keeps_its_decision(tmp_path: Path):
-    """entropy stopped at 6 seeds (its only comparison decided at look 2); uniform and random went on
-    to 9: the undecided comparison is tested at look 3, the decided one stays at look 2, and the
+    """entropy stopped at 9 seeds (its only comparison decided at look 3); uniform and random went on
+    to 12: the undecided comparison is tested at look 4, the decided one stays at look 3, and the
     claim is not "missing" for the cells' unequal seeds."""
-    more = {"uniform": [0.5, 0.5625, 0.4375], "random": [0.5, 0.4375, 0.5625]}
-    schedule = Schedule((3, 6, 9))
+    more = {"uniform": [0.1875, 0.25, 0.125], "random": [0.1875, 0.125, 0.25]}
+    schedule = Schedule(LOOKS)
     store = detector_store(tmp_path, {name: SUCCESS[name] + more.get(name, []) for name in SUCCESS}, schedule)
     report = make_report(store, tmp_path / "out", "detector", "--no-pdf")
     assert report.status == 0, report.stdout
     text = (tmp_path / "out" / "claims.md").read_text()
-    assert "Seeds per cell: random 9, uniform 9, entropy 6." in text
-    assert f"3 of 3 looks made, alpha spent {schedule.spent(3):.4f}" in text
-    assert "entropy − uniform: +46.88 pts" in text and "→ holds, decided at look 2" in text
-    assert "uniform − random: +0.00 pts" in text and "(n=9; greater) → continue, undecided after look 3" in text
-    assert "has 6 of 9 seeds" not in text
+    assert "Seeds per cell: random 12, uniform 12, entropy 9." in text
+    assert "4 of 4 looks made" in text
+    assert "entropy − uniform: +77.08 pts" in text and "→ holds, decided at look 3" in text
+    assert "uniform − random: +0.00 pts" in text and "(n=12; greater) → continue, undecided after look 4" in text
+    assert "has 9 of 12 seeds" not in text
 
 
-def test_table_2_gives_a_sequential_block_its_repeated_intervals(sequential_store, tmp_path: Path):
+def test_table_2_gives_a_sequential_block_the_interval_of_its_test(sequential_store, tmp_path: Path):
     import re
 
-    from analysis import sequential_claims, stats, tables
-    from analysis.cells import PAIRED_SEEDS, Comparison
+    import numpy as np
 
-    store, _ = sequential_store
+    from analysis import sequential, tables
+
+    store, schedule = sequential_store
     report = make_report(store, tmp_path, "detector", "--no-pdf")
     assert report.status == 0, report.stdout
     tex = (tmp_path / "tables" / "table2_ablations.tex").read_text()
     assert tables.SEQUENTIAL_NOTE in tex
     uniform = next(line for line in tex.splitlines() if line.startswith("uniform"))
     low, high = (float(x) for x in re.search(r"\[([-+0-9.]+), ([-+0-9.]+)\]\^\{s\}", uniform).groups())
-    # The table's interval is the claims' repeated one (uniform − entropy, the sign turned), wider
-    # than the fixed-n 95% interval claims.md prints for the same difference.
-    claims = (tmp_path / "claims.md").read_text()
-    bounds = r"\[\+([0-9.]+), \+([0-9.]+)\]"
-    repeated = re.search(r"entropy − uniform: \+46.88 pts, repeated 98.4% interval " + bounds, claims)
-    fixed = re.search(r"entropy − uniform: \+46.88 pts \[\+([0-9.]+), \+([0-9.]+)\] \(paired", claims)
-    assert (low, high) == (-float(repeated.group(2)), -float(repeated.group(1)))
-    assert low < -float(fixed.group(2)) and high > -float(fixed.group(1))
-    # Before the first deciding look (2 seeds of looks 3, 6, 9) there is no interval.
-    two_seeds = Comparison(0.1, None, PAIRED_SEEDS, 2, 0.01, 0.07, 0.5, 0.5, levels=(stats.Level(0.01),))
-    schedule = Schedule((3, 6, 9)).calibrated()
-    assert sequential_claims.repeated_interval(schedule, two_seeds)[2] == 0.0
-    assert tables.difference_interval(two_seeds, schedule) == f"{tables.NOT_RUN}$^{{s}}$"
+    # uniform − entropy over the 9 paired seeds, at the design's 95%: the betting interval.
+    differences = np.array(SUCCESS["uniform"]) - np.array(SUCCESS["entropy"])
+    expected = sequential.interval(differences, schedule.alpha)
+    assert (low, high) == pytest.approx((100 * expected[0], 100 * expected[1]), abs=0.006)
+    assert low < 100 * differences.mean() < high
