@@ -94,8 +94,8 @@ NOT_ESTIMABLE = "n/e"
 SEQUENTIAL_MARK = "^{s}"
 SEQUENTIAL_NOTE = (
     r"$^{s}$: a block run in rounds until decided (its design in claims.md): $\Delta$'s interval is the "
-    r"repeated confidence interval of the last look its seeds reach, valid at whichever look the rounds "
-    r"stopped; none before the first deciding look."
+    r"confidence interval of the test by betting over its paired seeds, at the design's level, valid at "
+    r"whichever look the rounds stopped and for any shape of the outcomes."
 )
 
 
