@@ -301,8 +301,7 @@ def measure(store_kind: str, writers: int, pace: Pace, folder: Path, postgres_ur
     else:
         database = nullcontext(f"sqlite:///{folder / 'mlflow.db'}")  # type: ignore[assignment]
     with database as store, running_server(folder, store) as server:
-        env = server.credentials()
-        os.environ.update(env)  # the client processes inherit them, as a sweep's jobs do
+        env = server.credentials()  # the writers get them in their environment, as a sweep's jobs do
         groups = [list(range(i, min(i + WRITERS_PER_PROCESS, writers))) for i in range(0, writers, WRITERS_PER_PROCESS)]
         processes = []
         for n, indices in enumerate(groups):

@@ -103,7 +103,7 @@ def describe(uri: str, message: str) -> str:
     host = f"{where.hostname or 'localhost'}:{where.port or 5432}"
     if "password authentication failed" in first or "no password supplied" in first:
         hint = "wrong user name or password (the URL's, or PGPASSWORD / ~/.pgpass)"
-    elif "could not translate host name" in first:
+    elif "could not translate host name" in first or "failed to resolve host" in first:
         hint = f"the host {where.hostname!r} is unknown; check the URL's host"
     elif "does not exist" in first and "database" in first:
         hint = f"the server at {host} has no database {database_name(uri)!r}; create it (createdb) or fix the URL"
@@ -275,10 +275,10 @@ def scratch_database(uri: str, prefix: str) -> Iterator[str]:
     if password is not None:
         user, host = place.rsplit("@", 1)
         scratch = f"{scheme}://{user}:{quote(password, safe='')}@{host}/{name}"
-    admin = connect(uri)
-    try:
+    with connect(uri) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
+    try:
         yield scratch
     finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+        with connect(uri) as admin:  # a new session: the server may have restarted meanwhile
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
