@@ -226,19 +226,30 @@ def client_process(uri: str, indices: list[int], pace: Pace, folder: Path, out: 
 
     blob = folder / f"checkpoint-{os.getpid()}.bin"
     blob.write_bytes(os.urandom(int(pace.checkpoint_mb * 1e6)))
+
+    def attempt(index: int) -> tuple[object, float] | str:
+        try:
+            return open_run(uri, index)
+        except Exception as error:  # counted as a failed run, not a crashed benchmark
+            return f"{type(error).__name__}: {(str(error).splitlines() or [''])[0][:200]}"
+
     with ThreadPoolExecutor(len(indices)) as pool:
-        opened = list(pool.map(lambda index: open_run(uri, index), indices))
+        tried = list(pool.map(attempt, indices))
+    opened = [result for result in tried if not isinstance(result, str)]
+    failed = [{"run_id": None, "steps": [], "latencies": [], "failures": [r]} for r in tried if isinstance(r, str)]
     out.with_suffix(".ready").touch()
     go = folder / "go"
     while not go.exists() or not go.read_text():
         time.sleep(0.1)
     start_at = float(go.read_text())
-    spread = [start_at + pace.interval * i / len(indices) for i in range(len(indices))]  # jobs are not in lockstep
-    with ThreadPoolExecutor(len(indices)) as pool:
-        results = list(pool.map(lambda pair: write_run(pair[0][0], pace, pair[1], blob), zip(opened, spread)))
+    spread = [start_at + pace.interval * i / len(indices) for i in range(len(opened))]  # jobs are not in lockstep
+    results = []
+    if opened:
+        with ThreadPoolExecutor(len(opened)) as pool:
+            results = list(pool.map(lambda pair: write_run(pair[0][0], pace, pair[1], blob), zip(opened, spread)))
     for result, (_, seconds) in zip(results, opened):
         result["open_s"] = seconds
-    out.write_text(json.dumps(results))
+    out.write_text(json.dumps(results + failed))
 
 
 def stored_points(store: str, run_ids: list[str]) -> dict[tuple[str, str, int], int]:

@@ -36,6 +36,9 @@ server or database restart takes seconds to a minute; a store down longer needs 
 MAX_BACKOFF_S = 30.0
 UNAVAILABLE_STATUSES = frozenset({500, 502, 503, 504})
 """HTTP statuses of a server that is restarting or has lost its database (MLflow retried them already)."""
+UNAVAILABLE_SIGNS = ("Max retries exceeded", "Connection refused", "OperationalError", "QueuePool limit")
+"""In an MLflow error's text: no answer after MLflow's retries, or a server whose database connections
+are all busy (its SQLAlchemy pool times out after 30 s and answers 400, which MLflow does not retry)."""
 Result = TypeVar("Result")
 
 
@@ -65,7 +68,7 @@ def unreachable(error: BaseException) -> bool:
         if error.get_http_status_code() in UNAVAILABLE_STATUSES and "RESOURCE_DOES_NOT_EXIST" not in str(error):
             return True
         text = str(error)
-        return any(sign in text for sign in ("Max retries exceeded", "Connection refused", "OperationalError"))
+        return any(sign in text for sign in UNAVAILABLE_SIGNS)
     return type(error).__name__ == "OperationalError"  # SQLAlchemy's or the driver's, for a PostgreSQL store
 
 
