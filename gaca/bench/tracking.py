@@ -95,9 +95,10 @@ class Server:
                 raise RuntimeError(f"the MLflow server did not start; its log: {path.read_text()[-2000:]}")
             time.sleep(0.5)
 
-    def stop(self) -> None:
+    def stop(self, crash: bool = False) -> None:
+        """SIGTERM (MLflow's workers end their requests), or SIGKILL with ``crash`` (a lost node)."""
         if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
+            os.killpg(self.process.pid, signal.SIGKILL if crash else signal.SIGTERM)
             try:
                 self.process.wait(timeout=60)
             except subprocess.TimeoutExpired:

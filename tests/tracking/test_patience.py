@@ -1,6 +1,6 @@
 """A run whose tracking server stays away longer than its patience (GACA_TRACKING_PATIENCE_S) fails in
-one line, leaves its MLflow run unfinished, and the same command run again resumes it into the same
-MLflow run: every step once."""
+one line (the server killed after the run's first iterations), leaves its MLflow run unfinished, and
+the same command run again resumes it into the same MLflow run: every step once."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from ..orchestration.conftest import TINY, cli_env, gaca, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-RUN = [*TINY, "trainer.iterations=30", "seed=3"]
+ITERATIONS = 60
+RUN = [*TINY, f"trainer.iterations={ITERATIONS}", "seed=3"]
 PATIENCE_S = 5
 
 
@@ -56,7 +57,7 @@ def test_a_run_cut_off_from_the_server_fails_in_one_line_and_resumes(tmp_path: P
             text=True,
         )
         wait_for(lambda: metric_rows(store) > 0 or cut.poll() is not None, 300, "the run's first iterations")
-        server.stop()
+        server.stop(crash=True)
         stopped = time.monotonic()
         _, cut_err = cut.communicate(timeout=300)
         waited = time.monotonic() - stopped
@@ -76,4 +77,4 @@ def test_a_run_cut_off_from_the_server_fails_in_one_line_and_resumes(tmp_path: P
     assert waited < PATIENCE_S + 60, waited
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert [run.info.status for run in runs] == ["FINISHED"]
-    assert sorted(history) == list(range(1, 31))  # every step once, across the cut
+    assert sorted(history) == list(range(1, ITERATIONS + 1))  # every step once, across the cut
