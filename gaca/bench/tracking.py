@@ -315,25 +315,31 @@ def measure(store_kind: str, writers: int, pace: Pace, folder: Path, postgres_ur
     with database as store, running_server(folder, store) as server:
         env = server.credentials()  # the writers get them in their environment, as a sweep's jobs do
         groups = [list(range(i, min(i + WRITERS_PER_PROCESS, writers))) for i in range(0, writers, WRITERS_PER_PROCESS)]
-        processes = []
-        for n, indices in enumerate(groups):
-            out = folder / f"writers-{n}.json"
-            command = [sys.executable, "-c", CLIENT, server.uri, json.dumps(indices), json.dumps(pace.__dict__)]
-            processes.append((out, subprocess.Popen([*command, str(folder), str(out)], env={**os.environ, **env})))
-        while not all(out.with_suffix(".ready").exists() for out, _ in processes):
-            if any(process.poll() is not None for _, process in processes):
-                raise RuntimeError("a writer process ended before its runs were open")
-            time.sleep(0.2)
-        start_at = time.time() + 1.0
-        (folder / "go").write_text(str(start_at))
-        restarted = None
-        if restart is not None:
-            time.sleep(max(0.0, start_at + pace.seconds / 3 - time.time()))
-            began = time.perf_counter()
-            server.restart() if restart == "server" else restart_database()
-            restarted = time.perf_counter() - began
-        for _, process in processes:
-            process.wait()
+        processes: list[tuple[Path, subprocess.Popen]] = []
+        try:
+            for n, indices in enumerate(groups):
+                out = folder / f"writers-{n}.json"
+                command = [sys.executable, "-c", CLIENT, server.uri, json.dumps(indices), json.dumps(pace.__dict__)]
+                processes.append((out, subprocess.Popen([*command, str(folder), str(out)], env={**os.environ, **env})))
+            while not all(out.with_suffix(".ready").exists() for out, _ in processes):
+                if any(process.poll() is not None for _, process in processes):
+                    raise RuntimeError("a writer process ended before its runs were open")
+                time.sleep(0.2)
+            start_at = time.time() + 1.0
+            (folder / "go").write_text(str(start_at))
+            restarted = None
+            if restart is not None:
+                time.sleep(max(0.0, start_at + pace.seconds / 3 - time.time()))
+                began = time.perf_counter()
+                server.restart() if restart == "server" else restart_database()
+                restarted = time.perf_counter() - began
+            for _, process in processes:
+                process.wait()
+        finally:
+            for _, process in processes:  # none is left waiting for a start that will not come
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
         results = [result for out, _ in processes for result in json.loads(out.read_text())]
         points = stored_points(store, [r["run_id"] for r in results if r["run_id"]])
     return summarize(store_kind, writers, pace, results, points, restarted)
