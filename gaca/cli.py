@@ -14,6 +14,7 @@ BENCHMARKS = {
     "dispatch": "gaca.bench.dispatch",
     "testbed": "gaca.bench.testbed",
     "soak": "gaca.bench.soak",
+    "tracking": "gaca.bench.tracking",
 }
 
 # command -> (module with main(argv) -> int | None, one-line help)
@@ -32,7 +33,7 @@ COMMANDS = {
     "mlflow": ("gaca.tracking.server", "serve the project's MLflow store (127.0.0.1; elsewhere with authentication)"),
     "backup": (
         "gaca.tracking.backup_cli",
-        "backups of the SQLite store: gaca backup list | gaca backup restore [NAME]",
+        "backups of the store (SQLite or PostgreSQL): gaca backup list | restore [NAME] | now",
     ),
     "verl-agent": (
         "gaca.backends.verl.agent_check",

@@ -1,5 +1,5 @@
-"""Gate for tests marked `slurm` (the cluster of `scripts/local-slurm.sh start`) or `latex`
-(`scripts/install-latex.sh`), wherever they live.
+"""Gate for tests marked `slurm` (the cluster of `scripts/local-slurm.sh start`), `postgres`
+(`scripts/local-postgres.sh start`) or `latex` (`scripts/install-latex.sh`), wherever they live.
 
 Off CI a missing service skips them with the reason; with CI=true it fails them, so that a CI run
 whose setup broke cannot go green by skipping.
@@ -12,6 +12,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +39,38 @@ def cluster_problem() -> str | None:
     return None
 
 
+POSTGRES_URL_FILE = Path("/var/lib/gaca-local-postgres/url")
+"""Where `scripts/local-postgres.sh start` writes the URL of its database (with the password, root-only)."""
+
+
+def postgres_url() -> str | None:
+    """``GACA_POSTGRES_URL``, else the local server's URL file: a role that may create databases."""
+    if os.environ.get("GACA_POSTGRES_URL"):
+        return os.environ["GACA_POSTGRES_URL"]
+    try:
+        return POSTGRES_URL_FILE.read_text().strip() or None
+    except OSError:
+        return None
+
+
+@functools.cache
+def postgres_problem() -> str | None:
+    """Why no PostgreSQL server can hold test databases here, or None."""
+    url = postgres_url()
+    if url is None:
+        return (
+            f"no PostgreSQL URL (GACA_POSTGRES_URL, or {POSTGRES_URL_FILE}); "
+            "start one with `bash scripts/local-postgres.sh start`"
+        )
+    from gaca.tracking.postgres import DatabaseProblem, connect
+
+    try:
+        connect(url).close()
+    except DatabaseProblem as error:
+        return f"{error}; start it with `bash scripts/local-postgres.sh start`"
+    return None
+
+
 def latex_problem() -> str | None:
     """Why LaTeX reports cannot compile here, or None."""
     if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:
@@ -61,13 +94,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 # marker -> the check that says why its tests cannot run here (None: they can).
-REQUIREMENTS = {"slurm": cluster_problem, "latex": latex_problem}
+REQUIREMENTS = {"slurm": cluster_problem, "postgres": postgres_problem, "latex": latex_problem}
 
 
 @pytest.fixture(autouse=True)
 def _require_services(request: pytest.FixtureRequest) -> None:
-    """Tests marked ``slurm`` or ``latex`` skip where the service is missing, but fail under CI=true
-    (CI installs and starts both, so a silent skip there would hide a broken setup)."""
+    """Tests marked ``slurm``, ``postgres`` or ``latex`` skip where the service is missing, but fail under
+    CI=true (CI installs and starts them, so a silent skip there would hide a broken setup)."""
     for marker, check in REQUIREMENTS.items():
         if request.node.get_closest_marker(marker) is None:
             continue

@@ -51,7 +51,7 @@ def open_or_skip(run: RunConfig, resolved: dict[str, Any]) -> OpenRun | TrainRes
     from gaca.contract import flatten
     from gaca.tracking.backup import hold_in_use
     from gaca.tracking.identity import run_key
-    from gaca.tracking.run import RunLogger, find_run
+    from gaca.tracking.run import RunLogger, find_run, patiently
     from gaca.tracking.store import prepare_store, resolve_tracking_uri, sqlite_path
     from gaca.tracking.tags import run_name, run_tags
 
@@ -59,8 +59,9 @@ def open_or_skip(run: RunConfig, resolved: dict[str, Any]) -> OpenRun | TrainRes
     uri = resolve_tracking_uri(run.tracking.uri)
     if sqlite_path(uri) is not None:
         hold_in_use(sqlite_path(uri))  # `gaca backup restore` waits for this process to end
-    experiment_id = prepare_store(uri, run.tracking.experiment)
-    existing = find_run(MlflowClient(tracking_uri=uri), experiment_id, key)
+    experiment_id = patiently(lambda: prepare_store(uri, run.tracking.experiment), uri, "opening the experiment")
+    client = MlflowClient(tracking_uri=uri)
+    existing = patiently(lambda: find_run(client, experiment_id, key), uri, "looking up the run")
     if existing is not None and existing.status == "FINISHED":
         print(f"run {key} is already finished in MLflow (run {existing.run_id}); skipping", file=sys.stderr)
         return TrainResult(existing.run_id, key, None, skipped=True)
@@ -80,9 +81,14 @@ def open_or_skip(run: RunConfig, resolved: dict[str, Any]) -> OpenRun | TrainRes
 
 @contextmanager
 def finishing(logger: RunLogger) -> Iterator[None]:
-    """Ends the run FINISHED when the block completes, else with ``end_status`` of its error."""
+    """Ends the run FINISHED when the block completes, else with ``end_status`` of its error (a store
+    that stopped answering is not asked again: the run stays unfinished there, to be resumed)."""
+    from gaca.tracking.run import TrackingUnreachable
+
     try:
         yield
+    except TrackingUnreachable:
+        raise
     except BaseException as error:
         logger.finish(end_status(error))
         raise

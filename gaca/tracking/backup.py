@@ -1,9 +1,12 @@
-"""Backups of an SQLite store: a consistent online copy before each sweep or search writes, rotated,
+"""Backups of the store: a consistent online copy before each sweep or search writes, rotated,
 listed and restored by ``gaca backup``.
 
-Copies are taken with SQLite's backup API, which reads the store inside one read transaction: jobs
-that write meanwhile wait for it (SQLite's busy timeout) and the copy is a state the store was in.
-They live in ``mlflow-backups/`` beside the store, named ``<store>-<UTC time>-<what wrote next>.db``.
+An SQLite store is copied with SQLite's backup API, which reads the store inside one read transaction:
+jobs that write meanwhile wait for it (SQLite's busy timeout) and the copy is a state the store was in.
+Its copies live in ``mlflow-backups/`` beside the store, named ``<store>-<UTC time>-<what wrote next>.db``.
+A PostgreSQL store is dumped with ``pg_dump`` (one snapshot, writers never wait) to
+``mlflow-backups/<database>_<host>_<port>-<UTC time>-<what wrote next>.dump`` in the working folder
+(``gaca.tracking.postgres``); ``gaca mlflow`` takes one before it serves such a store.
 
 Sweep and search drivers and every job hold a shared lock on that folder while they use the store;
 a restore takes it exclusively, so it refuses to replace a store that a running sweep writes to.
@@ -28,7 +31,10 @@ STALE_PARTIAL_S = 600.0
 REPLACED = ".replaced-"
 """``mlflow.db.replaced-<time>``: a store that a restore moved aside (never deleted by gaca)."""
 _STAMP = "%Y%m%dT%H%M%SZ"
-_NAME = re.compile(r"^(?P<store>.+)-(?P<stamp>\d{8}T\d{6}Z)(?:\.(?P<n>\d+))?-(?P<reason>[\w.-]+)\.db$")
+_NAME = re.compile(
+    r"^(?P<store>.+)-(?P<stamp>\d{8}T\d{6}Z)(?:\.(?P<n>\d+))?-(?P<reason>[\w.-]+)(?P<suffix>\.db|\.dump)$"
+)
+SQLITE_SUFFIX = ".db"
 _held: dict[Path, object] = {}
 """Folder -> the open handle that holds this process's shared lock on it."""
 
@@ -48,30 +54,52 @@ def backup_folder(store: Path) -> Path:
     return store.absolute().parent / FOLDER
 
 
-def backups(store: Path) -> list[Backup]:
-    """The backups of ``store``, newest first."""
+def backups(store: Path, suffix: str = SQLITE_SUFFIX) -> list[Backup]:
+    """The backups of ``store`` (an SQLite file, or ``database_anchor`` of a PostgreSQL one), newest first."""
     folder = backup_folder(store)
     found = []
-    for path in folder.glob(f"{store.stem}-*.db") if folder.is_dir() else []:
+    for path in folder.glob(f"{store.stem}-*{suffix}") if folder.is_dir() else []:
         match = _NAME.match(path.name)
-        if match and match["store"] == store.stem:
+        if match and match["store"] == store.stem and match["suffix"] == suffix:
             taken = datetime.strptime(match["stamp"], _STAMP).replace(tzinfo=timezone.utc)
             found.append((taken, int(match["n"] or 0), Backup(path, taken, match["reason"])))
     return [backup for _, _, backup in sorted(found, key=lambda item: item[:2], reverse=True)]
+
+
+def _new_target(store: Path, reason: str, suffix: str) -> tuple[Path, datetime, str]:
+    """(a fresh, ordered backup path for ``store``, its time, the reason as a file name allows)."""
+    folder = backup_folder(store)
+    folder.mkdir(parents=True, exist_ok=True)
+    now = datetime.now(timezone.utc)
+    reason = re.sub(r"[^\w.-]+", "_", reason) or "backup"
+    base = f"{store.stem}-{now.strftime(_STAMP)}"
+    same_second = [_NAME.match(path.name) for path in folder.glob(f"{base}*{suffix}")]
+    n = max((int(match["n"] or 0) + 1 for match in same_second if match), default=0)  # unique and ordered
+    return folder / f"{base}{f'.{n}' if n else ''}-{reason}{suffix}", now.replace(microsecond=0), reason
+
+
+def _rotate(store: Path, keep: int, suffix: str) -> None:
+    """Delete the backups beyond the newest ``keep``, and partial copies a killed driver left."""
+    from gaca.tracking.postgres import COUNTS_SUFFIX
+
+    for old in backups(store, suffix)[keep:]:
+        old.path.unlink(missing_ok=True)
+        old.path.with_name(old.path.name + COUNTS_SUFFIX).unlink(missing_ok=True)
+    for stale in backup_folder(store).glob(f"*{suffix}.partial"):
+        # Left by a driver killed mid-copy (SIGKILL: no cleanup ran). A copy in progress keeps writing,
+        # so a partial file untouched this long is nobody's.
+        try:
+            if time.time() - stale.stat().st_mtime > STALE_PARTIAL_S:
+                stale.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def backup_store(store: Path, reason: str, keep: int = KEEP) -> Backup | None:
     """A consistent copy of the SQLite file ``store`` (None when it does not exist yet), then rotation."""
     if not store.is_file():
         return None
-    folder = backup_folder(store)
-    folder.mkdir(parents=True, exist_ok=True)
-    now = datetime.now(timezone.utc)
-    reason = re.sub(r"[^\w.-]+", "_", reason) or "backup"
-    base = f"{store.stem}-{now.strftime(_STAMP)}"
-    same_second = [_NAME.match(path.name) for path in folder.glob(f"{base}*.db")]
-    n = max((int(match["n"] or 0) + 1 for match in same_second if match), default=0)  # unique and ordered
-    target = folder / f"{base}{f'.{n}' if n else ''}-{reason}.db"
+    target, now, reason = _new_target(store, reason, SQLITE_SUFFIX)
     partial = target.with_name(target.name + ".partial")
     source = sqlite3.connect(f"file:{_quoted(store)}?mode=ro", uri=True, timeout=60)
     try:
@@ -86,17 +114,33 @@ def backup_store(store: Path, reason: str, keep: int = KEEP) -> Backup | None:
     finally:
         source.close()
     os.replace(partial, target)
-    for old in backups(store)[keep:]:
-        old.path.unlink(missing_ok=True)
-    for stale in folder.glob("*.db.partial"):
-        # Left by a driver killed mid-copy (SIGKILL: no cleanup ran). A copy in progress keeps writing,
-        # so a partial file untouched this long is nobody's.
-        try:
-            if time.time() - stale.stat().st_mtime > STALE_PARTIAL_S:
-                stale.unlink()
-        except FileNotFoundError:
-            pass
-    return Backup(target, now.replace(microsecond=0), reason)
+    _rotate(store, keep, SQLITE_SUFFIX)
+    return Backup(target, now, reason)
+
+
+def database_anchor(uri: str) -> Path:
+    """Where backups of the PostgreSQL store ``uri`` are named from: ``<working folder>/<database>_<host>_<port>``."""
+    from gaca.tracking.postgres import backup_stem
+
+    return Path.cwd() / backup_stem(uri)
+
+
+def backup_database(uri: str, reason: str, keep: int = KEEP) -> Backup:
+    """A ``pg_dump`` of the PostgreSQL store ``uri`` (one snapshot), then rotation."""
+    from gaca.tracking.postgres import BACKUP_SUFFIX, dump, write_counts
+
+    anchor = database_anchor(uri)
+    target, now, reason = _new_target(anchor, reason, BACKUP_SUFFIX)
+    partial = target.with_name(target.name + ".partial")
+    try:
+        counts = dump(uri, partial)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    write_counts(target, counts)
+    os.replace(partial, target)
+    _rotate(anchor, keep, BACKUP_SUFFIX)
+    return Backup(target, now, reason)
 
 
 def _quoted(path: Path) -> str:
@@ -200,15 +244,42 @@ def restore(store: Path, name: str | None = None) -> tuple[Backup, Path | None]:
     return chosen, aside
 
 
+def restore_database(uri: str, name: str | None = None) -> tuple[Backup, Backup]:
+    """Replace the PostgreSQL store ``uri`` by its backup ``name`` (default the newest), after dumping its
+    current state as one more backup (PostgreSQL's way of moving it aside); (restored, replaced state)."""
+    from gaca.tracking.postgres import BACKUP_SUFFIX, other_connections, restore_dump, shown
+
+    anchor = database_anchor(uri)
+    found = backups(anchor, BACKUP_SUFFIX)
+    if not found:
+        raise FileNotFoundError(f"{shown(uri)} has no backup in {backup_folder(anchor)}")
+    chosen = found[0] if name is None else next((b for b in found if b.name == name), None)
+    if chosen is None:
+        raise FileNotFoundError(f"no backup named {name!r}; known: {', '.join(b.name for b in found)}")
+    users = other_connections(uri)
+    if users:
+        raise StoreInUse(
+            f"{shown(uri)} is in use ({users} other connections: a gaca mlflow server, a job or a psql); "
+            "stop them before restoring"
+        )
+    aside = backup_database(uri, "replaced", keep=KEEP + 1)  # the chosen one must survive this rotation
+    restore_dump(uri, chosen.path)
+    return chosen, aside
+
+
 def prepare_for_writes(uri: str, experiment: str, reason: str) -> str:
     """What a sweep or a search does before its jobs write: check the store, back up an SQLite one
     (a line says where), hold it in use, create the store and experiment; the experiment id."""
     import sys
 
+    from gaca.tracking.postgres import is_postgres
     from gaca.tracking.store import check_store, prepare_store, sqlite_path
 
     check_store(uri)
     path = sqlite_path(uri)
+    if is_postgres(uri):
+        dumped = backup_database(uri, reason)
+        print(f"backup of the MLflow store: {dumped.path} (gaca backup list)", file=sys.stderr, flush=True)
     if path is not None:
         taken = backup_store(path, reason)
         if taken is not None:

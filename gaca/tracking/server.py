@@ -1,7 +1,11 @@
 """``gaca mlflow``: a real ``mlflow server`` on the project's store, bound to 127.0.0.1, for the UI.
 
-The store (``mlflow.db`` in the working folder unless ``--store`` says otherwise) and the ``gaca``
-experiment are created first, by this one process, before the server's workers open them.
+The store (``mlflow.db`` in the working folder unless ``--store`` says otherwise, e.g. a PostgreSQL
+database, ``postgresql://user:password@host:port/db``) is looked at first: a store that cannot be used
+(an unknown scheme, a database that does not answer, refuses the password or holds another schema) is
+one line and exit status 2. Then the store and the ``gaca`` experiment are created, by this one process,
+before the server's workers open them; a PostgreSQL store is backed up (``pg_dump``) before it is
+served. The database's password reaches the server through libpq's ``PGPASSWORD``, never its command line.
 On a cluster, run it where the jobs can reach it (``--host 0.0.0.0`` and ``--allowed-hosts``;
 sweeps/README.md, "The MLflow store and server") and give the jobs
 ``MLFLOW_TRACKING_URI=http://HOST:PORT``. Anything after ``--`` goes to ``mlflow server`` unchanged.
@@ -23,7 +27,7 @@ from pathlib import Path
 
 from gaca.tracking.auth import APP_NAME, CREDENTIALS, AuthProblem, auth_folder, ensure_auth, server_environment
 from gaca.tracking.secrets import redact_uri
-from gaca.tracking.store import DEFAULT_STORE, StoreUnavailable, check_integrity, prepare_store, sqlite_path
+from gaca.tracking.store import DEFAULT_STORE, StoreUnavailable, check_store, prepare_store, sqlite_path
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5000
@@ -109,15 +113,27 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    from gaca.tracking.postgres import hide_password, is_postgres
+
+    if is_postgres(store):
+        store = hide_password(store)
+    path = sqlite_path(store)
     try:
-        path = sqlite_path(store)
-        if path is not None and path.exists():
-            check_integrity(path)
+        check_store(store, writes=False)
+    except StoreUnavailable as error:
+        print(f"gaca mlflow: {error}", file=sys.stderr)
+        return 1 if path is not None and path.exists() else 2  # a damaged SQLite file, or a wrong --store
+    try:
         credentials, config = ensure_auth(auth_folder(path)) if auth else (None, None)
-    except (AuthProblem, StoreUnavailable) as error:
+    except AuthProblem as error:
         print(f"gaca mlflow: {error}", file=sys.stderr)
         return 1
     prepare_store(store, args.experiment)
+    if is_postgres(store):
+        from gaca.tracking.backup import backup_database
+
+        taken = backup_database(store, "server-start")
+        print(f"gaca mlflow: backup of the store: {taken.path} (gaca backup list)", file=sys.stderr)
     if auth:
         extra = [*extra, "--app-name", APP_NAME] if chosen_app is None else extra
         os.environ.update(server_environment(credentials, config))

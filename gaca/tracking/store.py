@@ -1,6 +1,7 @@
 """The MLflow store: where it is, whether it is usable (a server that answers and accepts the
-credentials; an SQLite file that is intact and writable), and creating it under a lock between
-processes before anything logs."""
+credentials; an SQLite file that is intact and writable; a PostgreSQL database that answers, accepts
+the credentials and holds MLflow's schema, ``gaca.tracking.postgres``), and creating it under a lock
+between processes before anything logs."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ CONNECT_TIMEOUT_S = 5.0
 """How long the up-front look at a tracking server waits (MLflow's own client retries for minutes)."""
 SERVER_PROBES = ("health", "api/2.0/mlflow/experiments/search?max_results=1")
 """What an MLflow server answers (the second also behind proxies that do not pass /health on)."""
+STORE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "file", "databricks")
+"""URI schemes MLflow has a store for (a driver may follow a ``+``: ``postgresql+psycopg2``)."""
 LOCK_SUFFIX = ".lock"
 """``mlflow.db.lock`` beside an SQLite store: held (flock) while a process creates or migrates it."""
 
@@ -37,9 +40,12 @@ def resolve_tracking_uri(uri: str | None = None) -> str:
     (inherited by the jobs this process starts), so that no config, param or job pickle holds them.
     A redacted URI (``http://alice:***@host``, as jobs receive it) takes them from those variables.
     """
+    from gaca.tracking.postgres import hide_password, is_postgres
     from gaca.tracking.secrets import MASK, split_userinfo
 
     configured = configured_tracking_uri(uri)
+    if is_postgres(configured):  # the user stays in the URI, the password goes to libpq's PGPASSWORD
+        return hide_password(configured)
     bare, user, password = split_userinfo(configured)
     if password is None:  # no user-info, or a lone user part (a token) that the URI must keep
         return bare if user == MASK else configured
@@ -104,9 +110,18 @@ def check_store(uri: str, writes: bool = True) -> None:
 
     Raises ``StoreUnavailable`` with one line that names the store (password masked) and what to do.
     """
+    from gaca.tracking.postgres import DatabaseProblem, is_postgres
+    from gaca.tracking.postgres import check as check_database
     from gaca.tracking.secrets import redact_uri, split_userinfo
 
     shown = redact_uri(uri)
+    check_scheme(uri)
+    if is_postgres(uri):
+        try:
+            check_database(uri)
+        except DatabaseProblem as error:
+            raise StoreUnavailable(str(error)) from None
+        return
     if uri.startswith(("http://", "https://")):
         bare = split_userinfo(uri)[0].rstrip("/")
         answers: list[int | str] = []
@@ -138,6 +153,27 @@ def check_store(uri: str, writes: bool = True) -> None:
             f"the MLflow store {shown} cannot be written ({problem}); run from a writable folder "
             "or set MLFLOW_TRACKING_URI=sqlite:////a/writable/folder/mlflow.db"
         )
+
+
+def check_scheme(uri: str) -> None:
+    """``StoreUnavailable`` for a URI whose scheme no MLflow store has (``postgres://``, ``postgressql://``),
+    naming the closest known one; MLflow itself would say so only deep in a traceback, or never
+    (its engine retries a database it cannot open for an hour)."""
+    import difflib
+
+    from gaca.tracking.secrets import redact_uri
+
+    if "://" not in uri:
+        return
+    scheme = uri.split("://", 1)[0]
+    if scheme.split("+", 1)[0].lower() in STORE_SCHEMES:
+        return
+    close = difflib.get_close_matches(scheme.lower(), STORE_SCHEMES, n=1, cutoff=0.5)
+    guess = f"did you mean {close[0]}://? " if close else ""
+    raise StoreUnavailable(
+        f"the tracking URI {redact_uri(uri)} has the scheme {scheme!r}, which no MLflow store has; "
+        f"{guess}(known: {', '.join(STORE_SCHEMES)})"
+    )
 
 
 def check_credentials(uri: str) -> None:
@@ -204,13 +240,20 @@ def unwritable(path: Path) -> str | None:
 
 @contextmanager
 def store_lock(uri: str) -> Iterator[None]:
-    """Hold the store's inter-process lock (SQLite only; a server serialises its own clients).
+    """Hold the store's inter-process lock (SQLite's lock file, PostgreSQL's advisory lock; a server
+    serialises its own clients).
 
     Alembic's migrations of a fresh SQLite file are not safe against each other: eight processes
     creating one at once all fail and leave it half-migrated (docs/dependencies.md). The OS drops the
     lock when its holder dies, however it dies. The holder deletes the lock file before releasing it, so
     none is left behind; a process that locked a file deleted meanwhile locks the new one instead.
     """
+    from gaca.tracking.postgres import creation_lock, is_postgres
+
+    if is_postgres(uri):
+        with creation_lock(uri):
+            yield
+        return
     path = sqlite_path(uri)
     if path is None:
         yield
