@@ -22,7 +22,10 @@ For every estimator, with gaca's environments served (``gaca.backends.verl.env_m
    managers; each training rollout is told its iteration (``self.global_steps``) first, so that it
    plays the tasks the CPU backend's iteration plays.
 5. The diagnostics. ``compute_data_metrics`` (the metrics ``fit`` logs every step) gets the
-   estimator's ``diag/*`` from ``meta_info[DIAGNOSTICS_KEY]``; each step's criticality counts
+   estimator's ``diag/*`` and the signal metrics read from its output from ``meta_info[DIAGNOSTICS_KEY]``,
+   and, with gaca's environments served, the training rollout's ``train/*`` (the return with the
+   invalid-action penalty, ``train/invalid_action_rate``) and outcome signal metrics
+   (``ServedEnvironments.rollout_metrics``); each step's criticality counts
    (``contract.CRITICALITY_BINS``) go to ``$GACA_OUTPUT_DIR/criticality/<step>.csv``, summed by the job.
 6. The evaluations. After ``_validate`` the served validation episodes are logged to the active MLflow
    run (verl's logger opened it) as ``contract.outcomes_artifact(step)``, and the contract's
@@ -76,6 +79,8 @@ WORKER_SETUP_HOOK = "gaca.backends.verl.agent_hooks.install"
 HOOKED = "_gaca_hooks"
 
 _ALGORITHM: ContextVar[Any] = ContextVar("gaca_verl_agent_algorithm", default=None)
+_ROLLOUT_METRICS: ContextVar[dict[str, float] | None] = ContextVar("gaca_verl_agent_rollout_metrics", default=None)
+"""The served environments' metrics of the last training rollout, logged with that step's metrics."""
 
 
 def install() -> None:
@@ -230,6 +235,8 @@ def _stamping(rollout: Callable[..., Any], trainer: Any) -> Callable[..., Any]:
         if is_train and _served(call.arguments.get("envs")):
             call.arguments["envs"].iteration = trainer.global_steps
         batch = rollout(*args, **kwargs)
+        if is_train and _served(call.arguments.get("envs")):
+            _ROLLOUT_METRICS.set(call.arguments["envs"].rollout_metrics())
         if is_train and is_gaca_estimator(trainer.config.algorithm.adv_estimator):
             add_step_index(batch, global_step=trainer.global_steps)
         return batch
@@ -306,6 +313,7 @@ def _with_diagnostics(compute_data_metrics: Callable[..., dict]) -> Callable[...
         metrics = compute_data_metrics(*args, **kwargs)
         batch = kwargs["batch"] if "batch" in kwargs else args[0]
         metrics.update(batch.meta_info.get(DIAGNOSTICS_KEY) or {})
+        metrics.update(_ROLLOUT_METRICS.get() or {})  # the contract's train/* win over verl's mapped ones
         return metrics
 
     return with_diagnostics

@@ -68,6 +68,7 @@ class Episode:
     total_return: float = 0.0
     """Penalties included, as the CPU backend counts it."""
     length: int = 0
+    invalid_actions: int = 0
 
 
 class ServedEnvironments:
@@ -127,6 +128,7 @@ class ServedEnvironments:
             rewards[k] = result.reward + (penalty if result.invalid else 0.0)
             episode.history.append((self.observations[k].text, actions[k]))
             episode.length += 1
+            episode.invalid_actions += result.invalid
             episode.total_return += result.reward
             episode.won = episode.won or result.won
             self.observations[k] = result.observation
@@ -161,6 +163,22 @@ class ServedEnvironments:
             contract.EVAL_SUCCESS_RATE: float(np.mean([e.won for e in self.episodes])),
             contract.EVAL_RETURN_MEAN: float(np.mean([e.total_return for e in self.episodes])),
             contract.EVAL_EPISODE_LENGTH: float(np.mean([e.length for e in self.episodes])),
+        }
+
+    def rollout_metrics(self) -> dict[str, float]:
+        """The contract's training metrics of the last rollout, as the CPU backend computes them: the return
+        with the invalid-action penalty, the share of invalid steps, and the outcome signal metrics."""
+        from gaca.backends.cpu.signal import outcome_signal
+
+        episodes = self.episodes
+        groups = [e.task_id for e in episodes]  # a rollout plays distinct tasks: the task is the prompt group
+        won, lengths = [e.won for e in episodes], [e.length for e in episodes]
+        return {
+            contract.TRAIN_SUCCESS_RATE: float(np.mean(won)),
+            contract.TRAIN_RETURN_MEAN: float(np.mean([e.total_return for e in episodes])),
+            contract.TRAIN_EPISODE_LENGTH: float(np.mean(lengths)),
+            contract.TRAIN_INVALID_ACTION_RATE: sum(e.invalid_actions for e in episodes) / max(sum(lengths), 1),
+            **outcome_signal(groups, won, lengths, self.family.horizon),
         }
 
     def close(self) -> None:
