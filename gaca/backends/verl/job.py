@@ -268,9 +268,6 @@ def verl_overrides(run: RunConfig, run_key: str, gpus: int, cpu: bool = False) -
     prompt_length = backend.max_prompt_length or recipe.max_prompt_length
     response_length = backend.max_response_length
     model_path = model.path
-    # verl's actor loss is a token mean per micro-batch, divided by the micro-batches a full mini-batch has; a
-    # served policy gets one micro-batch per mini-batch: the CPU backend's token mean over the mini-batch.
-    micro_batch = trainer.minibatch_size if served else recipe.micro_batch_size_per_gpu
     if served:  # the CPU backend's prompts, budgets and evaluation episodes
         val_batch *= trainer.eval_episodes_per_task
         prompt_length, response_length = model.max_prompt_tokens, model.max_response_tokens
@@ -292,7 +289,7 @@ def verl_overrides(run: RunConfig, run_key: str, gpus: int, cpu: bool = False) -
         ("actor_rollout_ref.actor.ppo_mini_batch_size", trainer.minibatch_size),
         (
             "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
-            backend.micro_batch_size_per_gpu or micro_batch,
+            backend.micro_batch_size_per_gpu or recipe.micro_batch_size_per_gpu,
         ),
         ("actor_rollout_ref.actor.clip_ratio", trainer.clip_ratio),
         ("actor_rollout_ref.actor.clip_ratio_low", trainer.clip_ratio),

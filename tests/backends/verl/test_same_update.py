@@ -4,9 +4,9 @@ verl's ``vanilla`` policy loss, ``low_var_kl`` and entropy terms aggregated ``to
 each micro-batch's loss divided by the micro-batches of a full mini-batch, grad-norm clip, AdamW), with
 verl 0.9.1's ``core_algos`` and its log-prob functions on the layout verl's actor builds.
 
-The parameters agree within float tolerance when a mini-batch is one micro-batch, which is what a
-``backend=verl`` job with gaca's environments served sets; with smaller micro-batches they do not (each
-micro-batch's token mean weighs the same, however many tokens it holds), which the last test pins.
+The parameters agree within float tolerance when a mini-batch is one micro-batch
+(``backend.micro_batch_size_per_gpu`` = ``trainer.minibatch_size``); with smaller micro-batches they do not
+(each micro-batch's token mean weighs the same, however many tokens it holds), which the last test pins.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def test_one_update_gives_the_cpu_backends_parameters_with_one_micro_batch_per_m
 
 def test_smaller_micro_batches_weigh_each_micro_batchs_token_mean_alike(batch):
     """The convention that differs: verl's token mean is per micro-batch (``ppo_micro_batch_size_per_gpu``);
-    set it to ``ppo_mini_batch_size`` (``backend.micro_batch_size_per_gpu``, the served jobs' default) to align."""
+    set it to ``ppo_mini_batch_size`` (``backend.micro_batch_size_per_gpu``) to align."""
     policy, rows, advantages = batch
     config = TrainerConfig(minibatch_size=len(rows), ppo_epochs=1, **SETTINGS)
     cpu = updated(
