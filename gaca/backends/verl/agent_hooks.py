@@ -205,10 +205,11 @@ def _fit_with_hooks(fit: Callable[..., Any]) -> Callable[..., Any]:
             return fit(self, *args, **kwargs)
         collector = self.traj_collector
         collector.multi_turn_loop = _stamping(collector.multi_turn_loop, self)  # shadows the method during fit
-        tokenizer = collector.tokenizer
-        if _served(getattr(self, "envs", None)):
+        served = _served(getattr(self, "envs", None))
+        if served:
             from gaca.backends.verl.env_manager import SpecialTokensKept
 
+            tokenizer = collector.tokenizer
             collector.tokenizer = SpecialTokensKept(tokenizer)
         token = _ALGORITHM.set(algorithm)
         try:
@@ -216,7 +217,8 @@ def _fit_with_hooks(fit: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             _ALGORITHM.reset(token)
             del collector.multi_turn_loop
-            collector.tokenizer = tokenizer
+            if served:
+                collector.tokenizer = tokenizer
 
     return fit_with_hooks
 
