@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import cast
 
 import torch
-from transformers import Cache, PreTrainedModel
+from transformers import Cache, PreTrainedModel, PreTrainedTokenizerBase
 
 from gaca.policy.logprobs import FILLER_TOKEN_ID, masked_log_softmax, pad_allowed
 from gaca.policy.model import Policy
@@ -156,15 +156,24 @@ class FreeDecoder(Decoder):
         return tokens
 
     def result(self, prompt_ids: list[list[int]]) -> Generation:
-        actions = []
-        for row, ids in enumerate(self.response_ids):
-            trie = self.tries[row] if self.tries is not None else None
-            command = trie.command_for(ids) if trie is not None else None
-            if command is None:
-                # decode gives one str for one sequence of ids (a list only for a batch of them)
-                command = cast(str, self.policy.tokenizer.decode(ids, skip_special_tokens=True)).strip()
-            actions.append(command)
+        tokenizer = self.policy.tokenizer
+        actions = [
+            response_action(ids, self.tries[row] if self.tries is not None else None, tokenizer)
+            for row, ids in enumerate(self.response_ids)
+        ]
         return Generation(actions, self.response_ids, self.logprobs, prompt_ids, None)
+
+
+def response_action(response_ids: Sequence[int], trie: CommandTrie | None, tokenizer: PreTrainedTokenizerBase) -> str:
+    """The action a free-decoded response stands for: the admissible command its ids spell, eos included
+    (``trie.command_for``), else its decoded text without special tokens, stripped. A response cut at
+    ``max_response_tokens`` has no eos, so it is never mapped onto a command. The CPU backend and the
+    environments it serves to verl-agent (``gaca.backends.verl.env_manager``) both parse responses here."""
+    command = trie.command_for(response_ids) if trie is not None else None
+    if command is None:
+        # decode gives one str for one sequence of ids (a list only for a batch of them)
+        command = cast(str, tokenizer.decode(list(response_ids), skip_special_tokens=True)).strip()
+    return command
 
 
 def generate(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
+from gaca.backends.cpu.signal import advantage_signal
 from gaca.backends.verl.batch import GLOBAL_STEP, read_step_rows
 from gaca.backends.verl.options import plugin_options
 from gaca.estimators.config import AdvantageConfig
@@ -43,6 +45,12 @@ def token_level_advantages(
     Raises:
         ValueError: naming a bad option or a missing field (and the rollout that provides it).
     """
+    advantages, output, _ = _estimate(data, estimator, algorithm)
+    return advantages, output
+
+
+def _estimate(data: DataProto, estimator: str, algorithm: Any) -> tuple[torch.Tensor, AdvantageOutput, np.ndarray]:
+    """``token_level_advantages`` and [U] the response tokens of each step the estimator saw, in its order."""
     config, reward_options = plugin_options(algorithm, estimator)
     if draws_per_step(config):
         if GLOBAL_STEP not in data.meta_info:
@@ -59,6 +67,7 @@ def token_level_advantages(
         )
     response_mask = data.batch["response_mask"]
     steps = read_step_rows(data, config, reward_options, response_mask)
+
     output = compute_advantages(
         group=steps.group,
         traj=steps.traj,
@@ -72,7 +81,8 @@ def token_level_advantages(
         copies=steps.copies,
     )
     per_row = steps.to_rows(output.advantages).to(response_mask.device)
-    return broadcast_to_tokens(per_row, response_mask), output
+    lengths = response_mask[torch.as_tensor(steps.rows)].sum(-1).double().cpu().numpy()
+    return broadcast_to_tokens(per_row, response_mask), output, lengths
 
 
 def draws_per_step(config: AdvantageConfig) -> bool:
@@ -85,12 +95,13 @@ def compute_batch_advantages(data: DataProto, estimator: str, algorithm: Any = N
 
     The adapter for trainers that dispatch estimators by name themselves (verl-agent's
     ``compute_advantage``). Returns equal advantages, as verl's critic-free estimators do. The
-    diagnostics go to ``data.meta_info[DIAGNOSTICS_KEY]``.
+    diagnostics go to ``data.meta_info[DIAGNOSTICS_KEY]``, with the signal metrics the CPU backend reads
+    from the estimator's output (``contract.DIAG_ZERO_ADV_FRAC``, ...; ``advantage_signal``).
     """
-    advantages, output = token_level_advantages(data, estimator, algorithm)
+    advantages, output, lengths = _estimate(data, estimator, algorithm)
     data.batch["advantages"] = advantages
     data.batch["returns"] = advantages
-    data.meta_info[DIAGNOSTICS_KEY] = diagnostics(output)
+    data.meta_info[DIAGNOSTICS_KEY] = {**diagnostics(output), **advantage_signal(output, lengths)}
     if output.criticality is not None:
         data.meta_info[CRITICALITY_KEY] = output.criticality.tolist()
     return data

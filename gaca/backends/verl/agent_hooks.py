@@ -22,11 +22,27 @@ For every estimator, with gaca's environments served (``gaca.backends.verl.env_m
    managers; each training rollout is told its iteration (``self.global_steps``) first, so that it
    plays the tasks the CPU backend's iteration plays.
 5. The diagnostics. ``compute_data_metrics`` (the metrics ``fit`` logs every step) gets the
-   estimator's ``diag/*`` from ``meta_info[DIAGNOSTICS_KEY]``; each step's criticality counts
+   estimator's ``diag/*`` and the signal metrics read from its output from ``meta_info[DIAGNOSTICS_KEY]``,
+   and, with gaca's environments served, the training rollout's ``train/*`` (the return with the
+   invalid-action penalty, ``train/invalid_action_rate``) and outcome signal metrics
+   (``ServedEnvironments.rollout_metrics``); each step's criticality counts
    (``contract.CRITICALITY_BINS``) go to ``$GACA_OUTPUT_DIR/criticality/<step>.csv``, summed by the job.
 6. The evaluations. After ``_validate`` the served validation episodes are logged to the active MLflow
    run (verl's logger opened it) as ``contract.outcomes_artifact(step)``, and the contract's
    ``eval/*`` join the metrics ``fit`` logs at that step.
+
+And for every run through verl's HF rollout (``actor_rollout_ref.rollout.name=hf``, the CPU jobs'):
+
+7. The positions of generated tokens. ``HFRollout._generate_minibatch`` hands ``generate`` the
+   prompt's ``position_ids``; transformers 4.51 (verl-agent's pin) keeps them as given at every
+   decoding step, so each generated token after the first is placed at the last prompt token's
+   position (the policy then writes ``take egg 1 </s>`` or ``go to cabinet 6 6 6 ...`` where it
+   writes ``take egg 1 from sofa 1 </s>`` on the CPU backend). The hook drops them: ``generate``
+   counts each token's position from the attention mask, which gives the prompt the same positions.
+
+With gaca's environments served, ``fit`` also gives the rollout loop's collector a tokenizer that
+decodes with special tokens kept (``env_manager.SpecialTokensKept``), so that a response's eos
+reaches the environments (``ServedEnvironments.command``).
 
 Where they run: verl-agent's ``main_ppo`` builds the trainer inside a Ray actor (``TaskRunner``),
 not in the process that starts it. ``gaca.backends.verl.agent_main`` installs the hooks in its own process
@@ -49,6 +65,7 @@ from gaca.backends.verl.imports import when_imported
 from gaca.backends.verl.options import ESTIMATOR_METHODS
 
 RAY_TRAINER = "verl.trainer.ppo.ray_trainer"
+HF_ROLLOUT = "verl.workers.rollout.hf_rollout"
 ENVIRONMENTS = "agent_system.environments"
 OUTPUT_VARIABLE = "GACA_OUTPUT_DIR"
 """The job's folder for what the hooks hand back to it (per-step criticality counts)."""
@@ -62,12 +79,41 @@ WORKER_SETUP_HOOK = "gaca.backends.verl.agent_hooks.install"
 HOOKED = "_gaca_hooks"
 
 _ALGORITHM: ContextVar[Any] = ContextVar("gaca_verl_agent_algorithm", default=None)
+_ROLLOUT_METRICS: ContextVar[dict[str, float] | None] = ContextVar("gaca_verl_agent_rollout_metrics", default=None)
+"""The served environments' metrics of the last training rollout, logged with that step's metrics."""
 
 
 def install() -> None:
     """Install the hooks when verl-agent's trainer and environment modules are imported (now, if they are)."""
     when_imported(RAY_TRAINER, install_hooks)
     when_imported(ENVIRONMENTS, install_environments)
+    when_imported(HF_ROLLOUT, install_rollout_positions)
+
+
+def install_rollout_positions(hf_rollout: ModuleType) -> None:
+    """Make ``HFRollout._generate_minibatch`` generate without the prompt's position ids (hook 7). Idempotent."""
+    rollout = hf_rollout.HFRollout
+    original = rollout._generate_minibatch
+    if getattr(original, HOOKED, False):
+        return
+
+    @functools.wraps(original)
+    def _generate_minibatch(self: Any, prompts: Any) -> Any:
+        module = self.module  # the FSDP-wrapped policy; its generate is the model's
+        generate = module.generate
+
+        @functools.wraps(generate)
+        def generate_from_mask(*args: Any, position_ids: Any = None, **kwargs: Any) -> Any:
+            return generate(*args, **kwargs)
+
+        module.generate = generate_from_mask  # an instance attribute shadows it for this call only
+        try:
+            return original(self, prompts)
+        finally:
+            del module.generate
+
+    setattr(_generate_minibatch, HOOKED, True)
+    rollout._generate_minibatch = _generate_minibatch
 
 
 def install_environments(environments: ModuleType) -> None:
@@ -159,12 +205,20 @@ def _fit_with_hooks(fit: Callable[..., Any]) -> Callable[..., Any]:
             return fit(self, *args, **kwargs)
         collector = self.traj_collector
         collector.multi_turn_loop = _stamping(collector.multi_turn_loop, self)  # shadows the method during fit
+        served = _served(getattr(self, "envs", None))
+        if served:
+            from gaca.backends.verl.env_manager import SpecialTokensKept
+
+            tokenizer = collector.tokenizer
+            collector.tokenizer = SpecialTokensKept(tokenizer)
         token = _ALGORITHM.set(algorithm)
         try:
             return fit(self, *args, **kwargs)
         finally:
             _ALGORITHM.reset(token)
             del collector.multi_turn_loop
+            if served:
+                collector.tokenizer = tokenizer
 
     return fit_with_hooks
 
@@ -183,6 +237,8 @@ def _stamping(rollout: Callable[..., Any], trainer: Any) -> Callable[..., Any]:
         if is_train and _served(call.arguments.get("envs")):
             call.arguments["envs"].iteration = trainer.global_steps
         batch = rollout(*args, **kwargs)
+        if is_train and _served(call.arguments.get("envs")):
+            _ROLLOUT_METRICS.set(call.arguments["envs"].rollout_metrics())
         if is_train and is_gaca_estimator(trainer.config.algorithm.adv_estimator):
             add_step_index(batch, global_step=trainer.global_steps)
         return batch
@@ -259,6 +315,7 @@ def _with_diagnostics(compute_data_metrics: Callable[..., dict]) -> Callable[...
         metrics = compute_data_metrics(*args, **kwargs)
         batch = kwargs["batch"] if "batch" in kwargs else args[0]
         metrics.update(batch.meta_info.get(DIAGNOSTICS_KEY) or {})
+        metrics.update(_ROLLOUT_METRICS.get() or {})  # the contract's train/* win over verl's mapped ones
         return metrics
 
     return with_diagnostics

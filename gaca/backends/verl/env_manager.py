@@ -12,8 +12,11 @@ answers that call with two ``ServedEnvironments`` (training, validation) in the 
   seeded draw of ``trainer.tasks_per_iteration`` distinct training tasks), ``env.rollout.n`` episodes each,
   consecutive (verl-agent groups rows ``k // n``); validation plays the first ``trainer.num_eval_tasks``
   held-out tasks ``trainer.eval_episodes_per_task`` times each;
-- a response whose tokens spell an admissible command becomes exactly that command (a word-level
-  tokenizer's decoding puts spaces between all tokens), else the decoded text is the action;
+- a response is parsed as the CPU backend parses it (``gaca.policy.generation.response_action``): the
+  admissible command its ids spell up to and including eos, else its decoded text; verl-agent's rollout
+  loop hands over text only, so the hooks make it decode with special tokens kept
+  (``SpecialTokensKept``), and the ids come back by encoding that text (exact for a word-level
+  tokenizer): a response cut at the length limit has no eos and is never mapped onto a command;
 - the reward of a step is the environment's without the invalid-action penalty, and
   ``is_action_valid`` says where it applies: verl-agent (``use_invalid_action_penalty``) and gaca's
   estimators (``algorithm.gaca.invalid_action_penalty``) subtract it themselves, so that r_t is the CPU
@@ -35,8 +38,10 @@ import numpy as np
 from gaca import contract
 from gaca.backends.config import RunConfig
 from gaca.envs import EnvFamily, Observation, VectorEnv, make_family
+from gaca.policy.generation import response_action
 from gaca.policy.prompt import observation_prompt
 from gaca.policy.tokenizer import TextEncoder, load_tokenizer
+from gaca.policy.trie import TrieCache
 
 ENV_NAME_PREFIX = "gaca/"
 """``env.env_name=gaca/<family>``: the trainer plays gaca's family instead of one of verl-agent's."""
@@ -63,6 +68,7 @@ class Episode:
     total_return: float = 0.0
     """Penalties included, as the CPU backend counts it."""
     length: int = 0
+    invalid_actions: int = 0
 
 
 class ServedEnvironments:
@@ -74,11 +80,12 @@ class ServedEnvironments:
         self.is_train = is_train
         self.iteration = 1
         """The training iteration the next training rollout belongs to (the hooks set it)."""
-        self.encode = TextEncoder(load_tokenizer(tokenizer_path))
+        self.tokenizer = load_tokenizer(tokenizer_path)
+        self.encode = TextEncoder(self.tokenizer)
+        self.tries = TrieCache(self.encode, self.tokenizer.eos_token_id)
         self.envs: VectorEnv | None = None
         self.observations: list[Observation] = []
         self.episodes: list[Episode] = []
-        self._commands: dict[tuple[str, ...], dict[tuple[int, ...], str]] = {}
 
     def task_ids(self) -> list[tuple[int, int]]:
         """(task id, episode of that task) of every environment of the next rollout, in row order."""
@@ -121,6 +128,7 @@ class ServedEnvironments:
             rewards[k] = result.reward + (penalty if result.invalid else 0.0)
             episode.history.append((self.observations[k].text, actions[k]))
             episode.length += 1
+            episode.invalid_actions += result.invalid
             episode.total_return += result.reward
             episode.won = episode.won or result.won
             self.observations[k] = result.observation
@@ -129,14 +137,14 @@ class ServedEnvironments:
         return self._observe(), rewards, dones, infos
 
     def command(self, text: str, observation: Observation) -> str:
-        """The admissible command whose tokens ``text`` spells, else ``text`` itself (stripped)."""
-        admissible = observation.admissible
-        table = self._commands.get(admissible)
-        if table is None:
-            table = self._commands[admissible] = {
-                tuple(ids): command for ids, command in zip(self.encode(list(admissible)), admissible)
-            }
-        return table.get(tuple(self.encode([text])[0]), text.strip())
+        """The action of a response decoded with its special tokens (``SpecialTokensKept``): its ids up to
+        the first eos (all of them without one; the padding after it dropped), parsed by ``response_action``."""
+        ids = self.encode([text])[0]
+        eos = self.tokenizer.eos_token_id
+        if eos in ids:
+            ids = ids[: ids.index(eos) + 1]
+        trie = self.tries.get(observation.admissible) if observation.admissible else None
+        return response_action(ids, trie, self.tokenizer)
 
     def success_evaluator(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
         return {"success_rate": np.array([float(e.won) for e in self.episodes])}
@@ -157,6 +165,22 @@ class ServedEnvironments:
             contract.EVAL_EPISODE_LENGTH: float(np.mean([e.length for e in self.episodes])),
         }
 
+    def rollout_metrics(self) -> dict[str, float]:
+        """The contract's training metrics of the last rollout, as the CPU backend computes them: the return
+        with the invalid-action penalty, the share of invalid steps, and the outcome signal metrics."""
+        from gaca.backends.cpu.signal import outcome_signal
+
+        episodes = self.episodes
+        groups = [e.task_id for e in episodes]  # a rollout plays distinct tasks: the task is the prompt group
+        won, lengths = [e.won for e in episodes], [e.length for e in episodes]
+        return {
+            contract.TRAIN_SUCCESS_RATE: float(np.mean(won)),
+            contract.TRAIN_RETURN_MEAN: float(np.mean([e.total_return for e in episodes])),
+            contract.TRAIN_EPISODE_LENGTH: float(np.mean(lengths)),
+            contract.TRAIN_INVALID_ACTION_RATE: sum(e.invalid_actions for e in episodes) / max(sum(lengths), 1),
+            **outcome_signal(groups, won, lengths, self.family.horizon),
+        }
+
     def close(self) -> None:
         self.envs = None
 
@@ -164,6 +188,28 @@ class ServedEnvironments:
         model = self.run.model
         texts = [observation_prompt(o, e.history, model) for o, e in zip(self.observations, self.episodes)]
         return {"text": texts, "image": None, "anchor": [o.anchor for o in self.observations]}
+
+
+class SpecialTokensKept:
+    """A tokenizer that decodes with its special tokens kept and is otherwise ``tokenizer`` itself.
+
+    verl-agent's rollout loop turns responses into the environments' text actions with
+    ``batch_decode(responses, skip_special_tokens=True)``, which drops whether a response ended with eos;
+    the hooks give its collector this tokenizer while gaca's environments are served, so that
+    ``ServedEnvironments.command`` reads the response's ids back from the text.
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.tokenizer, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.tokenizer(*args, **kwargs)
+
+    def batch_decode(self, sequences: Any, **kwargs: Any) -> list[str]:
+        return self.tokenizer.batch_decode(sequences, **{**kwargs, "skip_special_tokens": False})
 
 
 def run_from_environment() -> RunConfig:

@@ -107,6 +107,11 @@ CPU_ADDED: tuple[tuple[str, Any], ...] = (
 """Keys verl-agent's config lacks that a CPU job adds (``++``)."""
 
 
+FSDP_DTYPES: Mapping[str, str] = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+"""``model.dtype`` -> verl's precision name: a served policy (``backend.environment=gaca``) is loaded, rolled
+out, scored and updated in it, as on the CPU backend (verl's FSDP default computes in bf16)."""
+
+
 @dataclass(frozen=True)
 class ServedFiles:
     """Where a job with gaca's environments (``backend.environment``) keeps what it makes before it starts."""
@@ -334,6 +339,13 @@ def verl_overrides(run: RunConfig, run_key: str, gpus: int, cpu: bool = False) -
         ("actor_rollout_ref.actor.use_invalid_action_penalty", env.invalid_penalty > 0),
         ("actor_rollout_ref.actor.invalid_action_penalty_coef", env.invalid_penalty),
     ]
+    if served:  # the CPU backend's arithmetic: verl's FSDP computes in bf16 unless told
+        precision = {"param_dtype": FSDP_DTYPES[model.dtype], "reduce_dtype": "fp32", "buffer_dtype": "fp32"}
+        verl_agent += [
+            ("actor_rollout_ref.actor.fsdp_config.mixed_precision", precision),
+            ("actor_rollout_ref.ref.fsdp_config.model_dtype", FSDP_DTYPES[model.dtype]),
+            ("actor_rollout_ref.ref.fsdp_config.mixed_precision", precision),
+        ]
     verl_agent += gigpo_options(algorithm)  # the hooks refuse verl-agent options that disagree with the estimator's
     if cpu:
         verl_agent += list(CPU_ADDED)
@@ -362,6 +374,8 @@ def hydra_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(hydra_value(item) for item in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{key}:{hydra_value(item)}" for key, item in value.items()) + "}"
     text = str(value)
     if _parses_as(text) == text:
         return text

@@ -253,10 +253,23 @@ def check_overrides(overrides: list[str]) -> None:
 
 
 def check_run(run: Any) -> None:
-    """Refuse a ``backend=verl`` run config whose ``backend.overrides`` set options the hooks would
+    """Refuse a ``backend=verl`` run config that verl cannot run as the CPU backend would (an estimator
+    without a verl name, constrained decoding) or whose ``backend.overrides`` set options the hooks would
     ignore (before any job or MLflow run exists); the message names the run config's key to use."""
     from gaca.backends.verl.job import verl_overrides
 
+    method = run.algorithm.method
+    offered = verl_names()
+    if method not in offered:
+        raise ValueError(
+            f"algorithm.method={method} has no verl implementation (its estimator spec sets no verl_name); "
+            f"backend=verl runs {sorted(offered)}, or run it with backend=cpu"
+        )
+    if run.model.decoding != "free":
+        raise ValueError(
+            f"model.decoding={run.model.decoding}: verl's rollout samples from the whole vocabulary; "
+            "use model.decoding=free with backend=verl"
+        )
     try:
         check_overrides(verl_overrides(run, "check", 1))
     except ValueError as error:

@@ -88,10 +88,23 @@ def assert_contract(client: MlflowClient, run, method: str, tmp_path: Path) -> N
     for name in (
         *ESTIMATOR_DIAGNOSTICS[method],
         contract.TRAIN_SUCCESS_RATE,
+        contract.TRAIN_RETURN_MEAN,
+        contract.TRAIN_INVALID_ACTION_RATE,
         contract.LOSS_POLICY,
         contract.PERF_ITERATION_S,
+        contract.DIAG_ZERO_ADV_FRAC,
+        contract.DIAG_MIXED_GROUP_FRAC,
+        contract.DIAG_LENGTH_FRAC,
+        *([contract.DIAG_STEP_EPISODE_CORR] if method != "grpo" else []),
+        *([contract.DIAG_C_LENGTH_CORR] if method == "gaca" else []),
     ):
         assert steps(client, run_id, name) == training, name
+    # the return counts the invalid-action penalty, as the CPU backend's does (the untrained policy's actions
+    # are mostly inadmissible: -0.1 each)
+    invalid = [m.value for m in client.get_metric_history(run_id, contract.TRAIN_INVALID_ACTION_RATE)]
+    returns = [m.value for m in client.get_metric_history(run_id, contract.TRAIN_RETURN_MEAN)]
+    assert all(0 <= rate <= 1 for rate in invalid)
+    assert any(rate > 0 for rate in invalid) and min(returns) < 0
     evaluations = list(range(0, ITERATIONS + 1))
     assert steps(client, run_id, contract.EVAL_SUCCESS_RATE) == evaluations
     assert steps(client, run_id, contract.EVAL_RETURN_MEAN) == evaluations
