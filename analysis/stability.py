@@ -246,7 +246,7 @@ def properties(summaries: Sequence[SettingSummary], curves: pd.DataFrame) -> str
                 if not (frame := curves[(curves["run_id"] == row.run_id) & (curves["metric"] == key)]).empty
             ]
             for position in (0, 1):
-                values = [pair[position] for pair in pairs if pair[position] is not None]
+                values = [value for pair in pairs if (value := pair[position]) is not None]
                 cells.append(f"{np.mean(values):.3f}" if values else "-")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join([*lines, "", f"start: iteration 1 (the prior row: step 0); trained: mean of the last {LAST}"])
