@@ -254,8 +254,9 @@ def check_overrides(overrides: list[str]) -> None:
 
 def check_run(run: Any) -> None:
     """Refuse a ``backend=verl`` run config that verl cannot run as the CPU backend would (an estimator
-    without a verl name, constrained decoding) or whose ``backend.overrides`` set options the hooks would
-    ignore (before any job or MLflow run exists); the message names the run config's key to use."""
+    without a verl name, constrained decoding of an environment gaca serves) or whose
+    ``backend.overrides`` set options the hooks would ignore (before any job or MLflow run exists); the
+    message names the run config's key to use."""
     from gaca.backends.verl.job import verl_overrides
 
     method = run.algorithm.method
@@ -265,10 +266,14 @@ def check_run(run: Any) -> None:
             f"algorithm.method={method} has no verl implementation (its estimator spec sets no verl_name); "
             f"backend=verl runs {sorted(offered)}, or run it with backend=cpu"
         )
-    if run.model.decoding != "free":
+    from gaca.backends.config import verl_environment
+
+    # verl-agent's own environments never read model.decoding (Table 1's block sets it for the CPU
+    # backend); a family gaca serves would be decoded otherwise than the run config says
+    if run.model.decoding != "free" and verl_environment(run) == "gaca":
         raise ValueError(
             f"model.decoding={run.model.decoding}: verl's rollout samples from the whole vocabulary; "
-            "use model.decoding=free with backend=verl"
+            "use model.decoding=free with backend=verl and gaca's environments (backend.environment=gaca)"
         )
     try:
         check_overrides(verl_overrides(run, "check", 1))
