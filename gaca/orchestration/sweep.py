@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gaca.backends.backend_config import spec as backend_spec
 from gaca.orchestration.blocks import ALL, block_names
 from gaca.orchestration.display import Progress, clock, describe_log, error_excerpt, last_iteration, table
 from gaca.orchestration.plan import DONE, LAUNCHED, RUNNING, PlannedRun
@@ -121,9 +122,10 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
             "0.0.0.0"
         )
     to_launch = [run for run in runs if run.state in LAUNCHED]
-    verl_runs = [run for run in to_launch if run.config.backend.name == "verl"]
-    if verl_runs:
-        print(redact_text(verl_jobs(verl_runs, uri, session)))
+    for backend in dict.fromkeys(run.config.backend.name for run in to_launch):  # e.g. verl's job command lines
+        jobs = backend_spec(backend).jobs_text([r for r in to_launch if r.config.backend.name == backend], uri, session)
+        if jobs:
+            print(redact_text(jobs))
     cost = estimate(to_launch)
     wall = ""
     if parallel is not None and cost.unit == "CPU minutes":
@@ -175,26 +177,6 @@ def unusable_places(runs: list[PlannedRun], uri: str, session: HydraSession, dry
             "SLURM login node (or drop launcher= to run locally)"
         )
     return None
-
-
-def verl_jobs(runs: list[PlannedRun], uri: str, session: HydraSession) -> str:
-    """The exact command line and environment of each verl job, as its job wrapper will start it."""
-    from gaca.backends.verl.job import build_job, gpus_per_node
-
-    launcher_gpus = session.launcher_config.get("gpus_per_node")
-    launcher_gpus = int(launcher_gpus) if launcher_gpus else None
-    parts = []
-    for run in runs:
-        job = build_job(run.config, run.key, uri, run.run_id, launcher_gpus)
-        parts.append(f"\nverl job #{run.index} ({run.label}, run key {run.key}):\n{job.shell()}")
-    if session.launcher_name == "slurm" and launcher_gpus is None:
-        gpus = gpus_per_node(runs[0].config, None)
-        parts.append(
-            f"\nwarning: hydra.launcher.gpus_per_node is not set, so SLURM allocates no GPU to these jobs while "
-            f"verl expects {gpus} per node; set hydra.launcher.gpus_per_node=N (or request GPUs through "
-            "hydra.launcher.additional_parameters)"
-        )
-    return "\n".join(parts) + "\n"
 
 
 def run_table(runs: list[PlannedRun]) -> str:
