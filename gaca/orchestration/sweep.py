@@ -74,7 +74,7 @@ def main(argv: list[str]) -> int:
             launcher, hydra_overrides, [b.search_path for b in blocks], sweep_folder(name), job_name=f"gaca-{name}"
         )
     except Exception as error:  # an unknown block or launcher, a bad hydra.* override
-        print(f"gaca sweep: {redact_text(error)}", file=sys.stderr)
+        print(f"gaca sweep: {redact_text(str(error))}", file=sys.stderr)
         return EXIT_INVALID
     if args.until_decided or any(getattr(args, flag) is not None for flag in SEQUENTIAL_FLAGS):
         from gaca.orchestration.sequential import run_until_decided
@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
         runs = plan_runs(blocks, run_overrides, session.compose)
     except InvalidRuns as error:
         print(
-            f"gaca sweep: {len(error.errors)} invalid run(s); nothing was launched:\n{redact_text(error)}",
+            f"gaca sweep: {len(error.errors)} invalid run(s); nothing was launched:\n{redact_text(str(error))}",
             file=sys.stderr,
         )
         return EXIT_INVALID
@@ -212,7 +212,8 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
     failures: list[tuple[PlannedRun, Outcome]] = []
     try:
         while pool.busy:
-            for key, outcome in pool.poll():
+            for polled, outcome in pool.poll():
+                key = str(polled)  # the pool's keys are run keys
                 run = by_key[key]
                 if outcome.ok:
                     iterations[key] = run.config.trainer.iterations
@@ -223,8 +224,8 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
                     progress.event(
                         redact_text(f"{run.label}  ({outcome.error.strip().splitlines()[-1][:160]})"), ok=False
                     )
-            for key, log in pool.logs().items():
-                iterations[key] = max(iterations.get(key, 0), last_iteration(log))
+            for polled, log in pool.logs().items():
+                iterations[str(polled)] = max(iterations.get(str(polled), 0), last_iteration(log))
             progress.tick(len(pool.running), len(pool.queue), sum(iterations.values()))
             if pool.busy:
                 time.sleep(POLL_S)
