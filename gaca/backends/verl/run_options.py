@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 VERL_ENV_FAMILIES = ("household", "alfworld", "shop")
 """Env families verl-agent has: household and alfworld are its ALFWorld, shop is its WebShop."""
 VERL_ENVIRONMENTS = ("auto", "gaca", "verl_agent")
-"""``backend.environment``: who serves the episodes of a verl job (``BackendConfig.environment``)."""
+"""``backend.environment``: who serves the episodes of a verl job (``VerlOptions.environment``)."""
 VERL_DEVICES = ("auto", "cuda", "cpu")
 
 
