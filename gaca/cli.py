@@ -89,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"gaca report: {problem}", file=sys.stderr)
             return 1
     try:
-        module = importlib.import_module(COMMANDS[argv[0]][0])
+        target = COMMANDS[argv[0]][0]
+        assert target is not None  # bench, the one command without a module, ran above
+        module = importlib.import_module(target)
         return module.main(argv[1:]) or 0
     except Exception as error:
         if debug:
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         from gaca.tracking.secrets import redact_text
 
         print(
-            f"gaca {argv[0]}: {type(error).__name__}: {redact_text(error)} (gaca --debug {argv[0]} ... shows the "
+            f"gaca {argv[0]}: {type(error).__name__}: {redact_text(str(error))} (gaca --debug {argv[0]} ... shows the "
             "traceback)",
             file=sys.stderr,
         )

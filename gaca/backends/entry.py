@@ -115,10 +115,14 @@ def known_keys(overrides: list[str]) -> list[str]:
     """Every dotted key of the config composed with ``overrides`` (group choices pick which keys exist)."""
     from gaca.contract import flatten
 
+    def keys(cfg: Any) -> list[str]:
+        tree: dict[str, Any] = OmegaConf.to_container(cfg, resolve=False)  # type: ignore[assignment]  # a dict node
+        return list(flatten(tree))
+
     try:
-        return list(flatten(OmegaConf.to_container(compose(overrides), resolve=False)))
+        return keys(compose(overrides))
     except Exception:
-        return list(flatten(OmegaConf.to_container(compose([]), resolve=False)))
+        return keys(compose([]))
 
 
 def check_overrides(argv: list[str]) -> str | None:
@@ -149,7 +153,7 @@ def main(argv: list[str]) -> int:
     debug = os.environ.get("GACA_DEBUG") == "1"
     problem = check_overrides(argv)
     if problem:
-        print(f"gaca train: invalid override: {redact_text(problem)}", file=sys.stderr)
+        print(f"gaca train: invalid override: {redact_text(str(problem))}", file=sys.stderr)
         return 2
 
     @hydra.main(config_path=str(CONF_DIR), config_name="train", version_base=None)
@@ -157,16 +161,16 @@ def main(argv: list[str]) -> int:
         try:
             return train_task(cfg)
         except ConfigError as error:
-            print(f"gaca train: invalid config: {redact_text(error)}", file=sys.stderr)
+            print(f"gaca train: invalid config: {redact_text(str(error))}", file=sys.stderr)
             sys.exit(2)
         except StoreUnavailable as error:
-            print(f"gaca train: {redact_text(error)}", file=sys.stderr)
+            print(f"gaca train: {redact_text(str(error))}", file=sys.stderr)
             sys.exit(1)
         except Exception as error:
             if debug:
                 raise
             print(
-                f"gaca train: {type(error).__name__}: {redact_text(error)} (gaca --debug train ... shows the "
+                f"gaca train: {type(error).__name__}: {redact_text(str(error))} (gaca --debug train ... shows the "
                 "traceback)",
                 file=sys.stderr,
             )

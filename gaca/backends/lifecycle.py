@@ -57,8 +57,9 @@ def open_or_skip(run: RunConfig, resolved: dict[str, Any]) -> OpenRun | TrainRes
 
     key = run_key(resolved)
     uri = resolve_tracking_uri(run.tracking.uri)
-    if sqlite_path(uri) is not None:
-        hold_in_use(sqlite_path(uri))  # `gaca backup restore` waits for this process to end
+    store_file = sqlite_path(uri)
+    if store_file is not None:
+        hold_in_use(store_file)  # `gaca backup restore` waits for this process to end
     experiment_id = patiently(lambda: prepare_store(uri, run.tracking.experiment), uri, "opening the experiment")
     client = MlflowClient(tracking_uri=uri)
     existing = patiently(lambda: find_run(client, experiment_id, key), uri, "looking up the run")

@@ -117,6 +117,7 @@ class Server:
 
 
 def answers(uri: str) -> bool:
+    """Whether the MLflow server at ``uri`` answers ``/health`` with 200 (within 2 s)."""
     import urllib.request
 
     try:

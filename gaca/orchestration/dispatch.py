@@ -219,5 +219,5 @@ def read_outcome(job: Any, seconds: float, submitted: float) -> Outcome:
     if job_return.status == JobStatus.COMPLETED:
         return Outcome(True, job_return.return_value, "", log, seconds)
     # ``return_value`` would re-raise and print Hydra's own message; the exception is all we need.
-    error = job_return._return_value
-    return Outcome(False, None, f"{type(error).__name__}: {error}", log, seconds)
+    failure = job_return._return_value
+    return Outcome(False, None, f"{type(failure).__name__}: {failure}", log, seconds)

@@ -223,7 +223,9 @@ class Estimate:
 
 def estimate(runs: list[PlannedRun]) -> Estimate:
     """The compute of ``runs`` from the per-run estimates of their trainer presets."""
+    from gaca.backends.backend_config import spec as backend_spec
+
     gpu = [r.config.trainer.estimated_gpu_hours for r in runs]
-    if any(hours > 0 for hours in gpu) or any(r.config.backend.name == "verl" for r in runs):
+    if any(hours > 0 for hours in gpu) or any(backend_spec(r.config.backend.name).on_gpus for r in runs):
         return Estimate(len(runs), sum(gpu), "GPU hours")
     return Estimate(len(runs), sum(r.config.trainer.estimated_cpu_minutes for r in runs), "CPU minutes")

@@ -3,12 +3,14 @@ launcher (``hydra/launcher=submitit_local|submitit_slurm``) instantiated from th
 
 This is what ``gaca train -m`` would do (Hydra's ``multirun`` composes a master config and hands
 the launcher one override list per job), minus the sweeper: the driver decides which runs to
-launch (valid, distinct, not finished) before any job starts. Hydra exposes no public API for a
-multirun without its sweeper, so the few internal calls live here and nowhere else.
+launch (valid, distinct, not finished) before any job starts. Everything goes through Hydra's
+public API: the compose API for the master config, its config loader for each job's config, and the
+plugin registry for the launcher.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -61,16 +63,17 @@ class HydraSession:
     def __init__(
         self, launcher: str, hydra_overrides: list[str], search_paths: list[Path], sweep_dir: Path, job_name: str
     ) -> None:
-        from hydra._internal.hydra import Hydra
-        from hydra._internal.utils import create_config_search_path
+        from hydra import compose, initialize_config_dir
         from hydra.core.global_hydra import GlobalHydra
         from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
+        from hydra.version import VersionBase
 
         GlobalHydra.instance().clear()
-        self.hydra = Hydra.create_main_hydra2(
-            task_name=job_name, config_search_path=create_config_search_path(str(CONF_DIR))
-        )
+        # The compose API sets Hydra's version base; the launcher and its jobs keep the one this process had
+        # (unset: Hydra's 1.1 defaults), as with Hydra's own multirun.
+        version_base = copy.deepcopy(VersionBase.instance())
+        initialize_config_dir(str(CONF_DIR), job_name=job_name, version_base=None)  # held until the next clear
+        VersionBase.set_instance(version_base)
         paths = ",".join(quoted(f"file://{path}") for path in dict.fromkeys(search_paths))
         self.launcher_override = f"+launcher={launcher}"
         self.launcher_name = launcher
@@ -81,18 +84,18 @@ class HydraSession:
             *hydra_overrides,
             self.launcher_override,
         ]
-        self.master: DictConfig = self.hydra.compose_config(
-            CONFIG_NAME, overrides=master_overrides, run_mode=RunMode.MULTIRUN, with_log_configuration=False
-        )
+        self.master: DictConfig = compose(CONFIG_NAME, overrides=master_overrides, return_hydra_config=True)
         self.sweep_dir = sweep_dir
         # Runs read launcher fields (trainer.threads = ${hydra:launcher.cpus_per_task}), as in the job.
         HydraConfig.instance().set_config(self.master)
 
     def compose(self, overrides: list[str]) -> DictConfig:
         """The config that the task function of a job given ``overrides`` receives (Hydra's node removed)."""
+        from hydra.core.global_hydra import GlobalHydra
         from omegaconf import open_dict
 
-        config = self.hydra.config_loader.load_sweep_config(self.master, [self.launcher_override, *overrides])
+        loader = GlobalHydra.instance().config_loader()
+        config = loader.load_sweep_config(self.master, [self.launcher_override, *overrides])
         with open_dict(config):
             del config["hydra"]
         return config
@@ -118,14 +121,44 @@ class HydraSession:
 
     def launcher(self, task_function: Callable[[DictConfig], Any]):
         """Hydra's submitit launcher for this session, set up with ``task_function`` as the job."""
-        from hydra._internal.callbacks import Callbacks
+        from hydra.core.global_hydra import GlobalHydra
         from hydra.core.plugins import Plugins
         from hydra.core.utils import setup_globals
         from hydra.types import HydraContext
 
         setup_globals()
+        callbacks: Any = JobCallbacks(self.master)  # Hydra's own Callbacks class is internal
         return Plugins.instance().instantiate_launcher(
-            hydra_context=HydraContext(config_loader=self.hydra.config_loader, callbacks=Callbacks(self.master)),
+            hydra_context=HydraContext(config_loader=GlobalHydra.instance().config_loader(), callbacks=callbacks),
             task_function=task_function,
             config=self.master,
         )
+
+
+class JobCallbacks:
+    """``hydra.callbacks`` of a config, told of each job's start and end as Hydra's ``run_job`` tells
+    them (in the job's process: the launcher pickles this with itself); a callback that raises is a warning."""
+
+    def __init__(self, config: DictConfig) -> None:
+        from hydra.utils import instantiate
+        from omegaconf import OmegaConf
+
+        given = OmegaConf.select(config, "hydra.callbacks")
+        self.callbacks = [instantiate(params) for params in given.values()] if given else []
+
+    def _notify(self, name: str, reverse: bool = False, **kwargs: Any) -> None:
+        import warnings
+
+        for callback in reversed(self.callbacks) if reverse else self.callbacks:
+            try:
+                getattr(callback, name)(**kwargs)
+            except Exception as error:
+                warnings.warn(
+                    f"Callback {type(callback).__name__}.{name} raised {type(error).__name__}: {error}", stacklevel=2
+                )
+
+    def on_job_start(self, config: DictConfig, *, task_function: Callable[[DictConfig], Any], **kwargs: Any) -> None:
+        self._notify("on_job_start", config=config, task_function=task_function, **kwargs)
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        self._notify("on_job_end", reverse=True, config=config, job_return=job_return, **kwargs)

@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
         plans = {block.name: plan_runs([block], run_overrides, session.compose) for block in blocks}
         uri, experiment = tracking_of([run for runs in plans.values() for run in runs])
     except (InvalidRuns, ValueError) as error:
-        print(f"gaca status: {redact_text(error)}", file=sys.stderr)
+        print(f"gaca status: {redact_text(str(error))}", file=sys.stderr)
         return 2
     try:
         check_store(uri, writes=False)

@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gaca.backends.backend_config import spec as backend_spec
 from gaca.orchestration.blocks import ALL, block_names
 from gaca.orchestration.display import Progress, clock, describe_log, error_excerpt, last_iteration, table
 from gaca.orchestration.plan import DONE, LAUNCHED, RUNNING, PlannedRun
@@ -73,7 +74,7 @@ def main(argv: list[str]) -> int:
             launcher, hydra_overrides, [b.search_path for b in blocks], sweep_folder(name), job_name=f"gaca-{name}"
         )
     except Exception as error:  # an unknown block or launcher, a bad hydra.* override
-        print(f"gaca sweep: {redact_text(error)}", file=sys.stderr)
+        print(f"gaca sweep: {redact_text(str(error))}", file=sys.stderr)
         return EXIT_INVALID
     if args.until_decided or any(getattr(args, flag) is not None for flag in SEQUENTIAL_FLAGS):
         from gaca.orchestration.sequential import run_until_decided
@@ -83,7 +84,7 @@ def main(argv: list[str]) -> int:
         runs = plan_runs(blocks, run_overrides, session.compose)
     except InvalidRuns as error:
         print(
-            f"gaca sweep: {len(error.errors)} invalid run(s); nothing was launched:\n{redact_text(error)}",
+            f"gaca sweep: {len(error.errors)} invalid run(s); nothing was launched:\n{redact_text(str(error))}",
             file=sys.stderr,
         )
         return EXIT_INVALID
@@ -121,9 +122,10 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
             "0.0.0.0"
         )
     to_launch = [run for run in runs if run.state in LAUNCHED]
-    verl_runs = [run for run in to_launch if run.config.backend.name == "verl"]
-    if verl_runs:
-        print(redact_text(verl_jobs(verl_runs, uri, session)))
+    for backend in dict.fromkeys(run.config.backend.name for run in to_launch):  # e.g. verl's job command lines
+        jobs = backend_spec(backend).jobs_text([r for r in to_launch if r.config.backend.name == backend], uri, session)
+        if jobs:
+            print(redact_text(jobs))
     cost = estimate(to_launch)
     wall = ""
     if parallel is not None and cost.unit == "CPU minutes":
@@ -177,26 +179,6 @@ def unusable_places(runs: list[PlannedRun], uri: str, session: HydraSession, dry
     return None
 
 
-def verl_jobs(runs: list[PlannedRun], uri: str, session: HydraSession) -> str:
-    """The exact command line and environment of each verl job, as its job wrapper will start it."""
-    from gaca.backends.verl.job import build_job, gpus_per_node
-
-    launcher_gpus = session.launcher_config.get("gpus_per_node")
-    launcher_gpus = int(launcher_gpus) if launcher_gpus else None
-    parts = []
-    for run in runs:
-        job = build_job(run.config, run.key, uri, run.run_id, launcher_gpus)
-        parts.append(f"\nverl job #{run.index} ({run.label}, run key {run.key}):\n{job.shell()}")
-    if session.launcher_name == "slurm" and launcher_gpus is None:
-        gpus = gpus_per_node(runs[0].config, None)
-        parts.append(
-            f"\nwarning: hydra.launcher.gpus_per_node is not set, so SLURM allocates no GPU to these jobs while "
-            f"verl expects {gpus} per node; set hydra.launcher.gpus_per_node=N (or request GPUs through "
-            "hydra.launcher.additional_parameters)"
-        )
-    return "\n".join(parts) + "\n"
-
-
 def run_table(runs: list[PlannedRun]) -> str:
     rows = [
         [
@@ -230,7 +212,8 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
     failures: list[tuple[PlannedRun, Outcome]] = []
     try:
         while pool.busy:
-            for key, outcome in pool.poll():
+            for polled, outcome in pool.poll():
+                key = str(polled)  # the pool's keys are run keys
                 run = by_key[key]
                 if outcome.ok:
                     iterations[key] = run.config.trainer.iterations
@@ -241,8 +224,8 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
                     progress.event(
                         redact_text(f"{run.label}  ({outcome.error.strip().splitlines()[-1][:160]})"), ok=False
                     )
-            for key, log in pool.logs().items():
-                iterations[key] = max(iterations.get(key, 0), last_iteration(log))
+            for polled, log in pool.logs().items():
+                iterations[str(polled)] = max(iterations.get(str(polled), 0), last_iteration(log))
             progress.tick(len(pool.running), len(pool.queue), sum(iterations.values()))
             if pool.busy:
                 time.sleep(POLL_S)

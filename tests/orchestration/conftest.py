@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from gaca.bench.soak import TINY_RUN
+from gaca.bench.tracking import answers as healthy  # the library's /health probe
+from gaca.bench.tracking import free_port
 
 TINY = TINY_RUN  # a run in seconds (gaca.bench.soak, which kills sweeps of it)
 EVAL_STEPS = [0, 2, 4, 6]
@@ -40,20 +40,6 @@ def gaca(*args: str, cwd: Path, timeout: float = 600, **env: str) -> subprocess.
         text=True,
         timeout=timeout,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def healthy(uri: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{uri}/health", timeout=2) as answer:
-            return answer.status == 200
-    except OSError:
-        return False
 
 
 @contextmanager

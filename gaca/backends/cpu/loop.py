@@ -235,15 +235,15 @@ def _train(run: RunConfig, opened: OpenRun, quiet: bool | None, stop_after: int 
     final_success = None
     try:
         if start == 0:
-            evaluation = evaluate(policy, family, run, 0)
-            metrics = eval_metrics(evaluation)
+            first = evaluate(policy, family, run, 0)
+            metrics = eval_metrics(first)
             if family.prior_accuracy > 0:
                 choices = family.prior_choices(list(family.eval_task_ids)[: trainer.num_eval_tasks or None])
                 metrics[contract.INIT_PRIOR_ACCURACY] = prior_accuracy(policy, choices, run)
             logger.log_metrics(metrics, step=0)
-            log_evaluation(logger, evaluation, 0)
-            curve.append((0, evaluation.success_rate))
-            final_success = evaluation.success_rate
+            log_evaluation(logger, first, 0)
+            curve.append((0, first.success_rate))
+            final_success = first.success_rate
         for i in range(start + 1, trainer.iterations + 1):
             began = time.perf_counter()
             step = iteration(run, family, policy, reference, optimizer, i)
@@ -252,7 +252,7 @@ def _train(run: RunConfig, opened: OpenRun, quiet: bool | None, stop_after: int 
             metrics = iteration_metrics(
                 step, optimizer.param_groups[0]["lr"], family.horizon, time.perf_counter() - began
             )
-            evaluation = None
+            evaluation: Rollouts | None = None
             if i % trainer.eval_every == 0 or i == trainer.iterations:
                 evaluation = evaluate(policy, family, run, i)
                 metrics.update(eval_metrics(evaluation))

@@ -125,7 +125,8 @@ def collect_rollouts(
         results = envs.step(actions)
         env_seconds += time.perf_counter() - start
         for j, k in enumerate(live):
-            result, observation, episode = results[k], observations[k], episodes[k]
+            result, observation, episode, action = results[k], observations[k], episodes[k], actions[k]
+            assert result is not None and action is not None  # a live episode was given an action and stepped
             rows.group.append(episode.group)
             rows.traj.append(k)
             rows.step.append(episode.length)
@@ -135,14 +136,14 @@ def collect_rollouts(
             rows.prompt_ids.append(generation.prompt_ids[j])
             rows.response_ids.append(generation.response_ids[j])
             rows.logprobs.append(generation.logprobs[j])
-            if rows.allowed is not None:
+            if rows.allowed is not None and generation.allowed is not None:
                 rows.allowed.append(generation.allowed[j])
             episode.length += 1
             episode.total_return += result.reward
             episode.won = episode.won or result.won
             episode.invalid_actions += result.invalid
             if episode.transcript:
-                episode.transcript.append(f"> {actions[k]}\n{result.observation.text}")
-            histories[k].append((observation.text, actions[k]))
+                episode.transcript.append(f"> {action}\n{result.observation.text}")
+            histories[k].append((observation.text, action))
             observations[k] = result.observation
     return Rollouts(rows, episodes, env_seconds, generation_seconds, generated_tokens)

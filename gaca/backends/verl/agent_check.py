@@ -215,7 +215,11 @@ def pins(root: Path) -> list[Pin]:
         for node in ast.walk(ast.parse(setup.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Assign) and any(dotted(t) == "install_requires" for t in node.targets):
                 if isinstance(node.value, ast.List):
-                    texts += [("setup.py", item.value) for item in node.value.elts if isinstance(item, ast.Constant)]
+                    texts += [
+                        ("setup.py", item.value)
+                        for item in node.value.elts
+                        if isinstance(item, ast.Constant) and isinstance(item.value, str)
+                    ]
     requirements = root / "requirements.txt"
     if requirements.is_file():
         lines = (line.split("#", 1)[0].strip() for line in requirements.read_text(encoding="utf-8").splitlines())
@@ -322,7 +326,7 @@ def report(root: Path, results: list[Result], python: str | None = None) -> str:
     if versions:
         lines.append(f"the trainer's Python ({python or sys.executable}) against the checkout's pins:")
     for result in versions:
-        status = "ok      " if result.ok else "CONFLICT" if "conflicts" in result.problem else "MISSING "
+        status = "ok      " if result.ok else "CONFLICT" if "conflicts" in (result.problem or "") else "MISSING "
         line = f"  {status} {result.requirement.what}"
         lines.append(line if result.ok else f"{line}: {result.problem}")
     missing = sum(not result.ok for result in hooks)

@@ -116,7 +116,7 @@ def install_rollout_positions(hf_rollout: ModuleType) -> None:
     rollout._generate_minibatch = _generate_minibatch
 
 
-def install_environments(environments: ModuleType) -> None:
+def install_environments(environments: Any) -> None:
     """Make ``environments.make_envs`` answer ``env.env_name=gaca/<family>`` with gaca's managers. Idempotent."""
     original = environments.make_envs
     if getattr(original, HOOKED, False):
@@ -132,7 +132,7 @@ def install_environments(environments: ModuleType) -> None:
     environments.make_envs = make_envs
 
 
-def install_hooks(ray_trainer: ModuleType) -> None:
+def install_hooks(ray_trainer: Any) -> None:
     """Wrap ``RayPPOTrainer.__init__``, ``RayPPOTrainer.fit`` and ``compute_advantage`` of
     ``ray_trainer`` (verl-agent's ``verl.trainer.ppo.ray_trainer``). Idempotent."""
     trainer = getattr(ray_trainer, TRAINER_CLASS)
@@ -149,7 +149,7 @@ def install_hooks(ray_trainer: ModuleType) -> None:
     setattr(trainer, HOOKED, True)
 
 
-def install_in_ray_workers(ray: ModuleType) -> None:
+def install_in_ray_workers(ray: Any) -> None:
     """Make ``ray.init`` (as verl-agent's ``run_ppo`` calls it) add ``WORKER_SETUP_HOOK`` to the job's
     ``runtime_env``, so that the hooks are installed in its Ray workers too. Idempotent."""
     init = ray.init

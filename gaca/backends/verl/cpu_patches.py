@@ -90,7 +90,7 @@ def patch_torch(torch: ModuleType) -> None:
     setattr(torch, PATCHED, True)
 
 
-def patch_fsdp_checks(init_utils: ModuleType) -> None:
+def patch_fsdp_checks(init_utils: Any) -> None:
     """Skip FSDP's accelerator check of ``sync_module_states`` (no CUDA only)."""
     import torch
 
@@ -98,7 +98,7 @@ def patch_fsdp_checks(init_utils: ModuleType) -> None:
         init_utils._check_module_states_for_sync_module_states = lambda *args, **kwargs: None
 
 
-def patch_fsdp_offload(fsdp: ModuleType) -> None:
+def patch_fsdp_offload(fsdp: Any) -> None:
     """``torch.distributed.fsdp.CPUOffload`` that keeps parameters where they are (no CUDA only)."""
     import torch
 
@@ -106,7 +106,7 @@ def patch_fsdp_offload(fsdp: ModuleType) -> None:
     if not without_cuda(torch) or getattr(offload, PATCHED, False):
         return
 
-    class HostOffload(offload):  # a subclass, so that FSDP's isinstance checks still hold
+    class HostOffload(offload):  # type: ignore[misc, valid-type]  # a subclass, so that FSDP's isinstance checks still hold
         def __init__(self, offload_params: bool = False) -> None:
             super().__init__(offload_params=False)
 

@@ -94,8 +94,8 @@ class ServedEnvironments:
             from gaca.backends.cpu.loop import PURPOSE_TASKS, seed_for
 
             rng = np.random.default_rng(seed_for(self.run.seed, self.iteration, PURPOSE_TASKS))
-            tasks = rng.choice(self.family.train_task_ids, size=trainer.tasks_per_iteration, replace=False)
-            return [(int(task), k) for task in tasks for k in range(trainer.group_size)]
+            drawn = rng.choice(self.family.train_task_ids, size=trainer.tasks_per_iteration, replace=False)
+            return [(int(task), k) for task in drawn for k in range(trainer.group_size)]
         tasks = list(self.family.eval_task_ids)[: trainer.num_eval_tasks or None]
         return [(task, k) for task in tasks for k in range(trainer.eval_episodes_per_task)]
 
@@ -126,7 +126,7 @@ class ServedEnvironments:
                 infos.append({"won": episode.won, "is_action_valid": True, "task_id": episode.task_id})
                 continue
             rewards[k] = result.reward + (penalty if result.invalid else 0.0)
-            episode.history.append((self.observations[k].text, actions[k]))
+            episode.history.append((self.observations[k].text, str(actions[k])))
             episode.length += 1
             episode.invalid_actions += result.invalid
             episode.total_return += result.reward

@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gaca.backends.config import RunConfig, verl_environment
+from gaca.backends.config import RunConfig
 from gaca.backends.verl.options import gigpo_options
+from gaca.backends.verl.run_options import verl_environment, verl_options
 from gaca.backends.verl.task_files import TRAIN_FILE, VAL_FILE
 from gaca.estimators.registry import verl_names
 from gaca.tracking.tags import run_name
@@ -187,7 +188,7 @@ def build_job(
     from gaca.backends.verl.agent_hooks import OUTPUT_VARIABLE
     from gaca.backends.verl.env_manager import RUN_CONFIG_VARIABLE
 
-    backend = run.backend
+    backend = verl_options(run)
     cpu = backend.device == "cpu" if cpu is None else cpu
     command = tuple(backend.trainer_command or (trainer_python(run), "-m", TRAINER_MODULE))
     overrides = tuple(verl_overrides(run, run_key, gpus_per_node(run, launcher_gpus), cpu))
@@ -217,7 +218,7 @@ def build_job(
 
 def trainer_python(run: RunConfig) -> str:
     """``backend.python`` for the run's env family, else the Python running gaca."""
-    python = run.backend.python
+    python = verl_options(run).python
     if isinstance(python, Mapping):
         python = python.get(run.env.name)
     if not python:
@@ -229,8 +230,8 @@ def trainer_python(run: RunConfig) -> str:
 
 def runs_on_cpu(run: RunConfig) -> bool:
     """``backend.device`` resolved on this machine: auto is cpu where torch sees no CUDA device."""
-    if run.backend.device != "auto":
-        return run.backend.device == "cpu"
+    if verl_options(run).device != "auto":
+        return verl_options(run).device == "cpu"
     import torch
 
     return not torch.cuda.is_available()
@@ -238,7 +239,7 @@ def runs_on_cpu(run: RunConfig) -> bool:
 
 def gpus_per_node(run: RunConfig, launcher_gpus: int | None) -> int:
     """``backend.gpus_per_node``, else the launcher's, else 1."""
-    return run.backend.gpus_per_node or launcher_gpus or 1
+    return verl_options(run).gpus_per_node or launcher_gpus or 1
 
 
 def launcher_gpus_per_node() -> int | None:
@@ -258,7 +259,7 @@ def verl_overrides(run: RunConfig, run_key: str, gpus: int, cpu: bool = False) -
     from gaca.backends.verl.env_manager import served_env_name
     from gaca.envs.families import FAMILIES
 
-    trainer, env, backend, algorithm, model = run.trainer, run.env, run.backend, run.algorithm, run.model
+    trainer, env, backend, algorithm, model = run.trainer, run.env, verl_options(run), run.algorithm, run.model
     served = verl_environment(run) == "gaca"
     recipe = RECIPES.get(env.name, ALFWORLD)
     horizon = env.horizon if env.horizon is not None else FAMILIES.get(env.name).default_horizon

@@ -27,11 +27,12 @@ import subprocess
 import sys
 from typing import Any
 
-from gaca.backends.config import RunConfig, verl_environment
+from gaca.backends.config import RunConfig
 from gaca.backends.lifecycle import finishing, open_or_skip
 from gaca.backends.result import TrainResult
 from gaca.backends.verl.job import VerlJob, build_job, launcher_gpus_per_node, runs_on_cpu, served_files
 from gaca.backends.verl.metrics import publish_contract_metrics
+from gaca.backends.verl.run_options import verl_environment
 from gaca.contract import CRITICALITY_HISTOGRAM, FINAL_EVAL_SUCCESS_RATE
 
 STOP_GRACE_S = 30.0

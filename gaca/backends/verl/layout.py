@@ -12,6 +12,7 @@ Needs verl (``DataProto``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -23,7 +24,7 @@ PENALTY = 0.1  # verl-agent's invalid_action_penalty_coef and the plugin's defau
 
 @dataclass
 class LayoutBatch:
-    data: object  # verl.DataProto
+    data: Any  # verl.DataProto
     step: np.ndarray  # [B] the true time index of each row (not in the batch unless stamped)
 
     def reference(self, config: AdvantageConfig, penalty: float = PENALTY) -> torch.Tensor:
@@ -50,7 +51,9 @@ def build_layout_batch(
     num_tasks: int = 3, group_size: int = 4, max_steps: int = 6, response_length: int = 8, seed: int = 0
 ) -> LayoutBatch:
     """A random batch of ``num_tasks x group_size`` trajectories of 1..max_steps steps."""
-    from verl import DataProto
+    import importlib
+
+    DataProto = importlib.import_module("verl").DataProto  # verl is untyped and optional
 
     rng = np.random.default_rng(seed)
     prompt_length = 5

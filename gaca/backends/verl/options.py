@@ -266,7 +266,7 @@ def check_run(run: Any) -> None:
             f"algorithm.method={method} has no verl implementation (its estimator spec sets no verl_name); "
             f"backend=verl runs {sorted(offered)}, or run it with backend=cpu"
         )
-    from gaca.backends.config import verl_environment
+    from gaca.backends.verl.run_options import verl_environment
 
     # verl-agent's own environments never read model.decoding (Table 1's block sets it for the CPU
     # backend); a family gaca serves would be decoded otherwise than the run config says

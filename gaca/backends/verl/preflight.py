@@ -11,6 +11,7 @@ from gaca.backends.config import RunConfig
 from gaca.backends.entry import ConfigError
 from gaca.backends.verl.checkout import checkout_problem
 from gaca.backends.verl.job import VerlJob, trainer_python
+from gaca.backends.verl.run_options import verl_options
 
 IMPORT_CHECK_S = 60.0
 PROBE = (
@@ -28,7 +29,7 @@ class TrainerUnavailable(ConfigError):
 
 def check_trainer(run: RunConfig, job: VerlJob) -> None:
     """Raise ``TrainerUnavailable`` unless ``job`` (the default trainer command) can start here."""
-    backend = run.backend
+    backend = verl_options(run)
     if backend.verl_agent_dir is not None:
         problem = checkout_problem(backend.verl_agent_dir)
         if problem:

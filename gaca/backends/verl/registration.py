@@ -88,7 +88,7 @@ def register_estimators(core_algos: ModuleType) -> None:
         core_algos.register_adv_est(name)(estimator)
 
 
-def install_batch_hook(ray_trainer: ModuleType) -> None:
+def install_batch_hook(ray_trainer: Any) -> None:
     """Wrap ``ray_trainer.compute_advantage`` so that registered estimators can see the batch. Idempotent."""
     original = ray_trainer.compute_advantage
     if getattr(original, "holds_batch_for_gaca", False):

@@ -12,3 +12,12 @@ from gaca.backends.verl.layout import LayoutBatch, build_layout_batch
 @pytest.fixture
 def layout_batch() -> Callable[..., LayoutBatch]:
     return build_layout_batch
+
+
+@pytest.fixture
+def fresh_hydra():
+    """Hydra's global state cleared after the test (its compose API leaves it set)."""
+    yield
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()

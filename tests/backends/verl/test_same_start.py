@@ -16,10 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 
 from gaca import contract
-from gaca.backends.entry import CONF_DIR, validate
 from gaca.backends.verl.env_manager import ServedEnvironments, SpecialTokensKept
 from gaca.backends.verl.policy_export import export_starting_policy
 from gaca.envs import make_family
@@ -27,10 +25,14 @@ from gaca.policy.generation import generate, response_action
 from gaca.policy.model import Policy
 from gaca.policy.prompt import observation_prompt
 
+from .served import served_run
+
+pytestmark = pytest.mark.usefixtures("fresh_hydra")
 CHECKOUT = os.environ.get("GACA_VERL_AGENT")
 PYTHON = os.environ.get("GACA_VERL_PYTHON")
 PROBE = Path(__file__).with_name("rollout_probe.py")
 SEED = 7
+SERVED = ["trainer=quick", "trainer.num_eval_tasks=4", "trainer.eval_episodes_per_task=2", "env.difficulty=easy"]
 QUICK_CLONE = [  # a behaviour clone in seconds: enough for positions to matter to the policy
     "trainer.init=bc",
     "trainer.bc.episodes=32",
@@ -38,33 +40,6 @@ QUICK_CLONE = [  # a behaviour clone in seconds: enough for positions to matter 
     "trainer.bc.prior_steps=0",
     "trainer.bc.prior_max_steps=0",
 ]
-
-
-def served_run(tmp_path: Path, *overrides: str):
-    with initialize_config_dir(str(CONF_DIR), version_base=None):
-        cfg = compose(
-            "train",
-            overrides=[
-                "backend=verl_cpu",
-                f"output_dir={tmp_path / 'runs'}",
-                f"backend.python={PYTHON or tmp_path / 'python'}",
-                "trainer=quick",
-                "trainer.num_eval_tasks=4",
-                "trainer.eval_episodes_per_task=2",
-                "env.difficulty=easy",
-                *overrides,
-            ],
-        )
-    run, _ = validate(cfg)
-    return run
-
-
-@pytest.fixture(autouse=True)
-def _fresh_hydra():
-    yield
-    from hydra.core.global_hydra import GlobalHydra
-
-    GlobalHydra.instance().clear()
 
 
 def cpu_rollout_step(run, folder: Path, temperature: float) -> dict[str, list]:
@@ -81,7 +56,7 @@ def cpu_rollout_step(run, folder: Path, temperature: float) -> dict[str, list]:
 def test_the_served_environments_parse_every_response_as_the_cpu_backend(tmp_path):
     """Responses with and without eos, padded as verl's rollout pads them, decoded as its loop decodes them
     (special tokens kept while gaca's environments are served): the action is ``response_action``'s."""
-    run = served_run(tmp_path, "trainer.init=scratch")
+    run = served_run(tmp_path, *SERVED, "trainer.init=scratch", python=PYTHON)
     folder = export_starting_policy(run, tmp_path / "policy")
     envs = ServedEnvironments(run, make_family(run.env), False, str(folder))
     envs.reset()
@@ -115,7 +90,14 @@ def test_the_served_environments_parse_every_response_as_the_cpu_backend(tmp_pat
 
 
 def test_the_served_training_metrics_count_the_penalty_and_the_invalid_steps(tmp_path):
-    run = served_run(tmp_path, "trainer.init=scratch", "trainer.tasks_per_iteration=2", "trainer.group_size=2")
+    run = served_run(
+        tmp_path,
+        *SERVED,
+        "trainer.init=scratch",
+        "trainer.tasks_per_iteration=2",
+        "trainer.group_size=2",
+        python=PYTHON,
+    )
     folder = export_starting_policy(run, tmp_path / "policy")
     envs = ServedEnvironments(run, make_family(run.env), True, str(folder))
     envs.reset()
@@ -142,7 +124,7 @@ def test_the_served_training_metrics_count_the_penalty_and_the_invalid_steps(tmp
 )
 @pytest.mark.parametrize("temperature", [1.0, 0.4])
 def test_a_served_step_rolls_out_through_verl_agent_as_on_the_cpu_backend(tmp_path, temperature):
-    run = served_run(tmp_path, *QUICK_CLONE)
+    run = served_run(tmp_path, *SERVED, *QUICK_CLONE, python=PYTHON)
     folder = export_starting_policy(run, tmp_path / "policy")
     served = {key: value for key, value in run.to_dict().items() if key != "tracking"}
 

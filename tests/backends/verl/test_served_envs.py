@@ -9,10 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
 
 from gaca.backends.cpu.loop import PURPOSE_TASKS, seed_for
-from gaca.backends.entry import CONF_DIR, validate
 from gaca.backends.verl import cpu_patches
 from gaca.backends.verl.checkout import MARKERS, checkout_problem
 from gaca.backends.verl.env_manager import RUN_CONFIG_VARIABLE, ServedEnvironments
@@ -23,6 +21,9 @@ from gaca.backends.verl.task_files import TRAIN_FILE, VAL_FILE, write_task_files
 from gaca.envs import make_family
 from gaca.policy.model import Policy
 
+from .served import served_run
+
+pytestmark = pytest.mark.usefixtures("fresh_hydra")
 REPO = Path(__file__).resolve().parents[3]
 SMALL = [
     "trainer=quick",
@@ -35,33 +36,9 @@ SMALL = [
 ]
 
 
-def served_run(tmp_path: Path, *overrides: str):
-    with initialize_config_dir(str(CONF_DIR), version_base=None):
-        cfg = compose(
-            "train",
-            overrides=[
-                "backend=verl_cpu",
-                f"output_dir={tmp_path / 'runs'}",
-                f"backend.python={tmp_path / 'python'}",
-                *SMALL,
-                *overrides,
-            ],
-        )
-    run, _ = validate(cfg)
-    return run
-
-
-@pytest.fixture(autouse=True)
-def _fresh_hydra():
-    yield
-    from hydra.core.global_hydra import GlobalHydra
-
-    GlobalHydra.instance().clear()
-
-
 @pytest.fixture
 def exported(tmp_path: Path):
-    run = served_run(tmp_path)
+    run = served_run(tmp_path, *SMALL)
     return run, export_starting_policy(run, tmp_path / "policy")
 
 
@@ -130,7 +107,7 @@ def test_task_files_hold_one_batch_each(tmp_path: Path):
 
 
 def test_a_cpu_job_sets_the_cpu_values_the_patches_and_the_served_environment(tmp_path: Path):
-    run = served_run(tmp_path)
+    run = served_run(tmp_path, *SMALL)
     job = build_job(run, "k", "sqlite:///m.db", "r")
     given = dict(o.lstrip("+").split("=", 1) for o in job.overrides)
     for key, value in (*CPU_SETTINGS, *CPU_ADDED):
@@ -160,11 +137,11 @@ def test_the_patches_leave_a_machine_with_cuda_alone():
 
 
 def test_a_missing_trainer_python_or_checkout_is_one_line_before_any_run(tmp_path: Path):
-    run = served_run(tmp_path)
+    run = served_run(tmp_path, *SMALL)
     job = build_job(run, "k", "sqlite:///m.db", None)
     with pytest.raises(TrainerUnavailable, match=r"^backend.python=.*python is not an executable on this machine"):
         check_trainer(run, job)
-    run = served_run(tmp_path, f"backend.verl_agent_dir={tmp_path}")
+    run = served_run(tmp_path, *SMALL, f"backend.verl_agent_dir={tmp_path}")
     with pytest.raises(TrainerUnavailable, match=rf"backend.verl_agent_dir: {tmp_path} is not a verl-agent checkout"):
         check_trainer(run, build_job(run, "k", "sqlite:///m.db", None))
 

@@ -140,7 +140,7 @@ def test_each_family_gets_its_recipes_data_folder_processes_and_variables(column
 
     run, resolved = compose_run(*PAPER, f"algorithm={method}", f"env={family}")
     job = build_job(run, run_key(resolved), "sqlite:///mlflow.db", "0123abcd", launcher_gpus=2)
-    assert run.backend.data_dir == DATA_DIRS[column]
+    assert run.backend.options.data_dir == DATA_DIRS[column]
     assert job_values(method, family)["data.val_files"] == str(Path(DATA_DIRS[column]).expanduser() / "test.parquet")
     assert {name: job.env.get(name) for name in ENVIRONMENT} == {
         name: values[column] for name, values in ENVIRONMENT.items()
