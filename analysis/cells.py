@@ -20,7 +20,16 @@ import pandas as pd
 import scipy.stats
 
 from analysis import stats
-from analysis.blocks import PRESET_KEY, Block, ConfigKey, Variant, canonical_config, report_blocks, setting
+from analysis.blocks import (
+    PRESET_KEY,
+    Block,
+    ConfigKey,
+    Variant,
+    canonical_config,
+    default_key,
+    report_blocks,
+    setting,
+)
 from analysis.collect import DIAGNOSTIC_METRICS, EVAL_METRIC, FINAL_METRIC, PARAM_PREFIX, auc_by_run, run_config
 
 SELECTIONS = ("final", "best")
@@ -548,7 +557,7 @@ def ablation_setting(runs: pd.DataFrame) -> tuple[str, str] | None:
     environment unless told otherwise, so the report follows the runs rather than a name. Ties go
     to the blocks' declared setting; None when there is no such run."""
     ledger = screen(runs, wanted=())
-    default = report_blocks().main.variant("gaca").key()
+    default = default_key()
     ablation_only = {variant.key() for block in report_blocks().ablations for variant in block.variants} - {default}
     ablation = ledger["cell"].map(lambda cell: cell is not None and cell.config in ablation_only)
     usable = ledger.loc[(ledger["reason"] == OUTSIDE) & ablation]

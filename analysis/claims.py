@@ -223,7 +223,10 @@ def ordered(statement: str, named: Sequence[tuple[str, CellResult]]) -> Claim:
 
 def detector_order(evidence: Evidence) -> Claim:
     block = get_block("detector")
-    named = [(name, evidence.cell(block, block.variant(name))) for name in ("random", "uniform", "entropy")]
+    named = [
+        (name, evidence.cell(block, block.at({"algorithm.detector": name})))
+        for name in ("random", "uniform", "entropy")
+    ]
     return ordered("Detector: random < uniform < entropy (Section 4.3)", named)
 
 
@@ -234,7 +237,7 @@ def _sweep(evidence: Evidence) -> tuple[list[tuple[float, str, CellResult]], Cel
         for v in block.variants
         if v.config()["algorithm.alpha_lambda"] == 0.0
     ]
-    return points, evidence.cell(block, block.variant("gaca"))
+    return points, evidence.cell(block, block.default())
 
 
 def _present(points: list[tuple[float, str, CellResult]]) -> tuple[list[tuple[float, str, CellResult]], list[str]]:
@@ -306,7 +309,7 @@ def modulation_gives_back(evidence: Evidence) -> Claim:
 
 def alpha_c_does_not_help(evidence: Evidence) -> Claim:
     block = get_block("alpha_c")
-    pure = block.variant("alpha_c=1")
+    pure = block.at({"algorithm.alpha_c": 1.0})
     fused = [v for v in block.variants if v is not pure]
     statement = "alpha_c < 1 does not help with a sparse reward (Section 4.3)"
     named = [(pure.name, evidence.cell(block, pure))] + [(v.name, evidence.cell(block, v)) for v in fused]
@@ -329,7 +332,7 @@ def main_order(evidence: Evidence) -> Claim:
     main = report_blocks().main
     for env, scale in evidence.plan.settings(main):
         named = [
-            (f"{estimator_label(m)} {env}/{scale}", evidence.cells[evidence.plan.cell(main.variant(m), env, scale)])
+            (f"{estimator_label(m)} {env}/{scale}", evidence.cells[evidence.plan.cell(main.estimator(m), env, scale)])
             for m in order
         ]
         if all(result.n == 0 for _, result in named):
@@ -356,7 +359,7 @@ def gate_in_linear_regime(evidence: Evidence) -> Claim:
     verdicts = []
     settings = dict.fromkeys(setting for block in evidence.plan.blocks for setting in evidence.plan.settings(block))
     for env, scale in settings:
-        cell = evidence.cells[evidence.plan.cell(report_blocks().main.variant("gaca"), env, scale)]
+        cell = evidence.cells[evidence.plan.cell(report_blocks().main.default(), env, scale)]
         if cell.n == 0:
             continue
         rows = evidence.diagnostics.loc[evidence.diagnostics["run_id"].isin(cell.run_ids)]
