@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -17,8 +18,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.typing import RcKeyType
 
-from analysis.blocks import (
+from analysis.block_rows import (
     DEFAULT_CONFIG,
     Block,
     baseline_method,
@@ -27,13 +29,14 @@ from analysis.blocks import (
     environment_label,
     get_block,
     methods,
+    number,
     report_blocks,
     scale_label,
 )
 from analysis.cells import CellKey, CellResult, Plan, iterations_to_reach, mean_curve
 from gaca.estimators.registry import estimator_color, estimator_label
 
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "font.size": 9,
     "axes.titlesize": 9,
     "axes.labelsize": 9,
@@ -205,7 +208,7 @@ def lambda0_sweep(plan: Plan, cells: Mapping[CellKey, CellResult], folder: Path)
         return []
     env, scale = plan.settings(block)[0]
     fixed = [v for v in block.variants if v.config()["algorithm.alpha_lambda"] == 0.0]
-    points = [(float(v.config()["algorithm.lambda0"]), cells[plan.cell(v, env, scale)]) for v in fixed]
+    points = [(number(v.config(), "algorithm.lambda0"), cells[plan.cell(v, env, scale)]) for v in fixed]
     points = [(x, cell) for x, cell in points if cell.n]
     adaptive = cells[plan.cell(report_blocks().main.default(), env, scale)]
     if not points and not adaptive.n:
@@ -251,7 +254,7 @@ def gate_law(folder: Path, lambda0: float | None = None, strengths: Sequence[flo
 
     from gaca.estimators.gate import gate_weight
 
-    lambda0 = float(DEFAULT_CONFIG["algorithm.lambda0"]) if lambda0 is None else lambda0
+    lambda0 = number(DEFAULT_CONFIG, "algorithm.lambda0") if lambda0 is None else lambda0
     criticality = torch.linspace(0.0, 4.0, 401)
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=PANEL_SIZE, layout="constrained")

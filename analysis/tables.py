@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.blocks import (
+from analysis.block_rows import (
     Block,
     baseline_method,
     default_method,
@@ -26,20 +26,11 @@ from analysis.blocks import (
     report_blocks,
     scale_label,
 )
-from analysis.cells import (
-    PAIRED_SEEDS,
-    PAIRED_TASKS,
-    UNPAIRED,
-    CellKey,
-    CellResult,
-    Comparison,
-    Plan,
-    compare,
-    power_line,
-)
+from analysis.cells import CellKey, CellResult, Plan, compare
+from analysis.comparison import PAIRED_SEEDS, PAIRED_TASKS, UNPAIRED, Comparison, power_line
 from analysis.latex import escape
-from analysis.sequential import Schedule
-from analysis.sequential_claims import repeated_interval
+from analysis.sequential_design import Schedule
+from analysis.sequential_replay import repeated_interval
 from gaca.contract import DIAGNOSTIC_METRICS
 from gaca.estimators.registry import ESTIMATORS
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from analysis import figures
-from analysis.blocks import DEFAULT_CONFIG, baseline_method, canonical_config, default_method, report_blocks
-from gaca.orchestration import blocks as block_files
+from analysis.block_rows import DEFAULT_CONFIG, baseline_method, canonical_config, default_method, report_blocks
+from gaca.orchestration import block_files
 
 DETECTOR_WITH_GIGPO = """\
 block: detector

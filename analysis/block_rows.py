@@ -15,14 +15,14 @@ import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gaca.contract import canonical, flatten, normalize, parse_param, unflatten
 from gaca.estimators.config import AdvantageConfig
 from gaca.estimators.registry import ESTIMATORS, claimed_order, detector_labels, estimator_label, read_fields
 
 if TYPE_CHECKING:
-    from gaca.orchestration import blocks as sweeps
+    from gaca.orchestration import block_files
 
 DEFAULT_CONFIG: Mapping[str, object] = {f"algorithm.{key}": value for key, value in AdvantageConfig().to_dict().items()}
 """GACA's defaults (``AdvantageConfig``, docs/estimator.md): what a variant's ``overrides`` differ from."""
@@ -71,6 +71,14 @@ def canonical_config(config: Mapping[str, object]) -> ConfigKey:
     Raises ``KeyError`` naming the first param the config lacks.
     """
     return tuple(sorted((key, value) for key, value in identity(config).items() if key.startswith("algorithm.")))
+
+
+def number(config: Mapping[str, object], key: str) -> float:
+    """The numeric param ``key`` of a dotted config (a number, or its text); raises ``TypeError`` otherwise."""
+    value = config[key]
+    if not isinstance(value, (int, float, str)):
+        raise TypeError(f"{key} is {value!r}, not a number")
+    return float(value)
 
 
 def setting(config: Mapping[str, object]) -> dict[str, object]:
@@ -192,12 +200,12 @@ def _detector(config: Mapping[str, object]) -> Label:
 def _lambda0(config: Mapping[str, object]) -> Label:
     if config["algorithm.alpha_lambda"] or config["algorithm.beta_lambda"]:
         return ADAPTIVE
-    value = float(config["algorithm.lambda0"])  # type: ignore[arg-type]
+    value = number(config, "algorithm.lambda0")
     return f"lambda0={value:g}", f"lambda0 = {value:g}", rf"$\lambda_0 = {value:g}$"
 
 
 def _modulation(config: Mapping[str, object]) -> Label:
-    value = float(config["algorithm.alpha_lambda"])  # type: ignore[arg-type]
+    value = number(config, "algorithm.alpha_lambda")
     return (
         f"modulation={value:g}",
         f"alpha_lambda = beta_lambda = {value:g}",
@@ -206,7 +214,7 @@ def _modulation(config: Mapping[str, object]) -> Label:
 
 
 def _alpha_c(config: Mapping[str, object]) -> Label:
-    value = float(config["algorithm.alpha_c"])  # type: ignore[arg-type]
+    value = number(config, "algorithm.alpha_c")
     return f"alpha_c={value:g}", f"alpha_c = {value:g}", rf"$\alpha_c = {value:g}$"
 
 
@@ -240,11 +248,11 @@ SETTING_KEYS = ("seed", "env", "model")
 
 def _expand(names: tuple[str, ...]) -> dict[str, Block]:
     """The blocks ``names`` from their sweep files: every grid point expanded by the orchestration
-    (``gaca.orchestration.blocks.expand``) and composed as its job composes it."""
+    (``gaca.orchestration.block_files.expand``) and composed as its job composes it."""
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from gaca.orchestration.blocks import SWEEPS_DIR, expand, load_block
+    from gaca.orchestration.block_files import SWEEPS_DIR, expand, load_block
     from gaca.orchestration.session import HydraSession
 
     files = {name: load_block(name) for name in names}
@@ -260,14 +268,14 @@ def _expand(names: tuple[str, ...]) -> dict[str, Block]:
                 seeds.update(int(override.split("=", 1)[1]) for override in run if override.startswith("seed="))
                 if point not in composed:
                     config = OmegaConf.to_container(session.compose([*sweep.base_overrides(), *point]), resolve=True)
-                    composed[point] = _parsed(config)
+                    composed[point] = _parsed(cast(dict[str, Any], config))
             blocks[name] = _block(name, list(composed.values()), tuple(sorted(seeds)))
     finally:
         GlobalHydra.instance().clear()
     return blocks
 
 
-def _every_method(sweep: sweeps.Block) -> list[str]:
+def _every_method(sweep: block_files.Block) -> list[str]:
     """The override that adds every registered estimator the main sweep file does not list to its
     ``algorithm`` dimension (each composed from its own ``algorithm/NAME.yaml`` on the config search path)."""
     listed = [value for grid in sweep.grids for key, value in grid if key == "algorithm"]
