@@ -18,5 +18,5 @@ Modules, in the order data flows through them:
 - ``latex``: ``report.tex`` and its compilation with latexmk.
 - ``report``: the ``gaca report`` command.
 - ``synthetic``: runs logged with known values through the tracking contract (tests, benchmark);
-  ``bench``: the report's timing on a synthetic 500-run store (``python -m analysis.bench``).
+  ``bench``: the report's timing on a synthetic 500-run store (``python -m analysis.report_bench``).
 """

@@ -13,21 +13,29 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy.stats
 
-from analysis import stats
-from analysis.blocks import PRESET_KEY, Block, ConfigKey, Variant, canonical_config, report_blocks, setting
+from analysis import comparison, stats
+from analysis.block_rows import (
+    PRESET_KEY,
+    Block,
+    ConfigKey,
+    Variant,
+    canonical_config,
+    default_key,
+    report_blocks,
+    setting,
+)
 from analysis.collect import DIAGNOSTIC_METRICS, EVAL_METRIC, FINAL_METRIC, PARAM_PREFIX, auc_by_run, run_config
+from analysis.comparison import Comparison
 
 SELECTIONS = ("final", "best")
 MEASURES = ("final", "auc")
 """What a cell scores per seed: the selected evaluation success, or the area under the evaluation
 curve (mean success over all evaluations of the run)."""
-PAIRED_TASKS, PAIRED_SEEDS, UNPAIRED = "paired by seed and task", "paired by seed", "unpaired"
 OUTSIDE = "not in the requested tables"
 """The reason given to a valid run that no requested cell asks for (another block, env or scale)."""
 
@@ -286,94 +294,6 @@ def results(
     }
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """``a`` against ``b`` on one measure: the difference of their means, how it was paired, the
-    noise levels its t interval and its power come from (``stats.half_width``), and P(a > b) over
-    seeds."""
-
-    estimate: float
-    """Mean of a minus mean of b, in success units (over the shared seeds when paired)."""
-    draws: np.ndarray | None = field(repr=False)
-    """Bootstrap draws whose percentiles are the interval instead of ``levels`` (``compare`` gives
-    None: its interval is the t interval of ``levels``)."""
-    pairing: str
-    """``PAIRED_TASKS``, ``PAIRED_SEEDS`` or ``UNPAIRED``."""
-    seeds: int
-    """Seeds behind the estimate: the shared ones when paired, the smaller cell's when not."""
-    variance: float
-    """Variance of one seed's contribution to the difference (the seed level; paired: of a seed's
-    difference; unpaired: the Welch combination of both cells'); NaN with one seed."""
-    standard_error: float
-    """Of the estimate, at the level that sets the 95% interval."""
-    probability_of_improvement: float
-    """P(a > b) over all seed pairs (rliable): the fraction of seed pairs a wins, ties half."""
-    p_value: float
-    """One-sided exact Mann-Whitney p of a > b over seeds (``stats.improvement_p_value``)."""
-    levels: tuple[stats.Level, ...] = ()
-    """The seed level, and the task level where both cells have per-task outcomes."""
-    cells: tuple[CellKey, ...] = ()
-    """The keys of ``a`` and ``b`` (``compare``): which cells a decision about it needs more seeds of."""
-    differences: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
-    """``(seeds,)`` a - b per seed in seed order, what a verdict's test reads (``analysis.sequential``):
-    paired by seed, or unpaired, the k-th seed of a against the k-th of b (independent cells)."""
-
-    def interval(self, confidence: float = stats.CONFIDENCE) -> tuple[float, float]:
-        """NaN with one seed: no seed-level variance, so no interval (not a task-level-only one)."""
-        if self.draws is not None:
-            return stats.percentile_interval(self.draws, confidence)
-        half = stats.half_width(self.levels, self.seeds, confidence)
-        return self.estimate - half, self.estimate + half
-
-    @property
-    def low(self) -> float:
-        return self.interval()[0]
-
-    @property
-    def high(self) -> float:
-        return self.interval()[1]
-
-    @property
-    def estimable(self) -> bool:
-        return not math.isnan(self.low)
-
-    @property
-    def minimum_detectable_effect(self) -> float:
-        """At 80% power and alpha 0.05 with these seeds (``stats.minimum_detectable_effect``)."""
-        return stats.minimum_detectable_effect(self.levels, self.seeds)
-
-    def seeds_needed(self, effect: float) -> int | None:
-        """Seeds (per cell) that would detect a true difference of ``effect`` at 80% power."""
-        return stats.seeds_needed(self.levels, effect)
-
-
-def power_line(comparisons: Sequence[Comparison]) -> str:
-    """One plain-text sentence on the power of ``comparisons``: the smallest difference they detect
-    at 80% power and alpha 0.05 with the seeds they have, and the seeds each target would need."""
-    known = [c for c in comparisons if not math.isnan(c.minimum_detectable_effect)]
-    if not known:
-        return "Power: not estimable (a comparison needs two seeds: one seed has no seed-level variance)."
-    seeds = sorted({c.seeds for c in known})
-    pairings = sorted({c.pairing for c in known})
-    effects = [100 * c.minimum_detectable_effect for c in known]
-    needs = []
-    for target in stats.DETECTION_TARGETS:
-        counts = [c.seeds_needed(target) for c in known]
-        counts = [n for n in counts if n is not None]
-        if counts:
-            needs.append(f"{100 * target:g} points needs {_span(counts, '{:d}')} seeds")
-    return (
-        f"Power (80%, two-sided alpha 0.05, t test with the measured seed- and task-level variance; "
-        f"{', '.join(pairings)}): with {_span(seeds, '{:d}')} seeds the smallest detectable difference is "
-        f"{_span(effects, '{:.1f}')} points; " + ", ".join(needs) + "."
-    )
-
-
-def _span(values: Sequence[float], form: str) -> str:
-    low, high = min(values), max(values)
-    return form.format(low) if form.format(low) == form.format(high) else f"{form.format(low)}-{form.format(high)}"
-
-
 def pairs(a: CellResult, b: CellResult) -> list[tuple[int, int]]:
     """Index pairs (into ``a.seeds``, ``b.seeds``) of the seeds two cells share, when they are in
     the same environment and scale (same starting policy, task order and evaluation tasks per
@@ -411,68 +331,14 @@ def compare(a: CellResult, b: CellResult, measure: str = "final") -> Comparison 
     values_a, values_b = a.values(measure), b.values(measure)
     if a.n == 0 or b.n == 0 or np.isnan(values_a).any() or np.isnan(values_b).any():
         return None
-    shared = pairs(a, b)
-    ranks = stats.probability_of_improvement(values_a, values_b), stats.improvement_p_value(values_a, values_b)
+    shared = sorted(pairs(a, b), key=lambda pair: a.seeds[pair[0]])
     if shared:
-        shared = sorted(shared, key=lambda pair: a.seeds[pair[0]])
-        differences = np.array([values_a[i] - values_b[j] for i, j in shared])
         per_task = _task_differences(a, b, shared) if measure == "final" else None
-        levels = (stats.seed_level(differences),)
-        if per_task is not None:
-            levels += (stats.task_level(per_task),)
-        pairing, seeds, estimate = (
-            PAIRED_TASKS if per_task is not None else PAIRED_SEEDS,
-            len(shared),
-            differences.mean(),
-        )
+        result = comparison.paired(values_a, values_b, shared, per_task)
     else:
-        levels = _welch(a.levels(measure), a.n, b.levels(measure), b.n)
-        pairing, seeds, estimate = UNPAIRED, min(a.n, b.n), values_a.mean() - values_b.mean()
         in_order_a, in_order_b = values_a[np.argsort(a.seeds)], values_b[np.argsort(b.seeds)]
-        differences = in_order_a[:seeds] - in_order_b[:seeds]
-    error = _binding_error(levels, seeds)
-    return Comparison(
-        float(estimate),
-        None,
-        pairing,
-        seeds,
-        levels[0].variance,
-        error,
-        *ranks,
-        levels=levels,
-        cells=(a.key, b.key),
-        differences=differences,
-    )
-
-
-def _welch(
-    levels_a: Sequence[stats.Level], n_a: int, levels_b: Sequence[stats.Level], n_b: int
-) -> tuple[stats.Level, ...]:
-    """The levels of a difference of two independent means, as levels of one mean over
-    min(n_a, n_b) seeds: variances add as var_a / n_a + var_b / n_b, degrees of freedom by
-    Welch-Satterthwaite (the seed level) or summed (the task level); they grow with the seeds as if
-    both cells gained seeds alike."""
-    seeds = min(n_a, n_b)
-    (seed_a, *task_a), (seed_b, *task_b) = levels_a, levels_b
-    parts = (seed_a.variance / n_a, seed_b.variance / n_b)
-    variance = sum(parts)  # NaN when a cell has one seed
-    spread = parts[0] ** 2 / seed_a.df(n_a) + parts[1] ** 2 / seed_b.df(n_b) if seeds > 1 else math.nan
-    df = variance**2 / spread if spread > 0 else float(n_a + n_b - 2)
-    growth = df / (seeds - 1) if seeds > 1 else 1.0
-    levels = [stats.Level(variance * seeds, growth, growth)]
-    if task_a and task_b:
-        df = task_a[0].df(n_a) + task_b[0].df(n_b)
-        levels.append(stats.Level((task_a[0].variance / n_a + task_b[0].variance / n_b) * seeds, df / seeds, 0.0))
-    return tuple(levels)
-
-
-def _binding_error(levels: Sequence[stats.Level], seeds: int) -> float:
-    """The standard error of the level that sets the 95% half width (NaN with one seed)."""
-    if any(math.isnan(level.variance) for level in levels):
-        return math.nan
-    quantile = 0.5 + stats.CONFIDENCE / 2.0
-    binding = max(levels, key=lambda level: scipy.stats.t.ppf(quantile, level.df(seeds)) * level.standard_error(seeds))
-    return binding.standard_error(seeds)
+        result = comparison.unpaired(in_order_a, a.levels(measure), in_order_b, b.levels(measure))
+    return dataclasses.replace(result, cells=(a.key, b.key))
 
 
 @dataclass(frozen=True)
@@ -548,7 +414,7 @@ def ablation_setting(runs: pd.DataFrame) -> tuple[str, str] | None:
     environment unless told otherwise, so the report follows the runs rather than a name. Ties go
     to the blocks' declared setting; None when there is no such run."""
     ledger = screen(runs, wanted=())
-    default = report_blocks().main.variant("gaca").key()
+    default = default_key()
     ablation_only = {variant.key() for block in report_blocks().ablations for variant in block.variants} - {default}
     ablation = ledger["cell"].map(lambda cell: cell is not None and cell.config in ablation_only)
     usable = ledger.loc[(ledger["reason"] == OUTSIDE) & ablation]

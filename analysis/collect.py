@@ -11,6 +11,7 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 from urllib.parse import urlparse
 
 import mlflow
@@ -74,7 +75,7 @@ def load_runs(client: MlflowClient, experiment: str) -> pd.DataFrame:
     if found is None:
         known = sorted(e.name for e in client.search_experiments())
         raise LookupError(f"no MLflow experiment {experiment!r} at {client.tracking_uri}; known: {known or 'none'}")
-    rows = []
+    rows: list[dict[str, object]] = []
     page_token = None
     while True:
         page = client.search_runs([found.experiment_id], max_results=1000, page_token=page_token)
@@ -100,7 +101,7 @@ def _run_row(run: mlflow.entities.Run) -> dict[str, object]:
         "final": run.data.metrics.get(FINAL_METRIC, float("nan")),
     }
     for tag, column in TAG_COLUMNS.items():
-        value = run.data.tags.get(tag)
+        value: object = run.data.tags.get(tag)
         if value is None and column in TAG_FALLBACK_PARAMS:
             value = params.get(TAG_FALLBACK_PARAMS[column])
         row[column] = parse_param(value) if column == "seed" and isinstance(value, str) else value
@@ -166,7 +167,7 @@ def _bulk_history_reader(client: MlflowClient) -> tuple[int, HistoryRead]:
 
 def _sql_history(store: SqlAlchemyStore, run_ids: list[str], metrics: list[str]) -> pd.DataFrame:
     # A Core select of plain rows: building an ORM object per point is ten times slower.
-    query = sqlalchemy.select(
+    query: Any = sqlalchemy.select(  # mlflow's SqlMetric columns are untyped
         SqlMetric.run_uuid.label("run_id"),
         SqlMetric.key.label("metric"),
         SqlMetric.step,

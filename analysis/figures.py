@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -17,12 +18,25 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.typing import RcKeyType
 
-from analysis.blocks import DEFAULT_CONFIG, Block, environment_label, get_block, methods, report_blocks, scale_label
+from analysis.block_rows import (
+    DEFAULT_CONFIG,
+    Block,
+    baseline_method,
+    default_key,
+    default_method,
+    environment_label,
+    get_block,
+    methods,
+    number,
+    report_blocks,
+    scale_label,
+)
 from analysis.cells import CellKey, CellResult, Plan, iterations_to_reach, mean_curve
 from gaca.estimators.registry import estimator_color, estimator_label
 
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "font.size": 9,
     "axes.titlesize": 9,
     "axes.labelsize": 9,
@@ -51,7 +65,7 @@ def _main_settings(plan: Plan, cells: Mapping[CellKey, CellResult]) -> list[tupl
     return [
         (env, scale)
         for env, scale in plan.settings(report_blocks().main)
-        if any(cells[plan.cell(report_blocks().main.variant(method), env, scale)].n for method in methods())
+        if any(cells[plan.cell(variant, env, scale)].n for variant in report_blocks().main.variants)
     ]
 
 
@@ -67,12 +81,16 @@ def _block_settings(plan: Plan, block: Block, cells: Mapping[CellKey, CellResult
 def variant_colors(block: Block) -> dict[str, str]:
     """A colour per row of ``block``: the methods' own on the main block, GACA's red for the
     default configuration, a palette for the rest."""
-    if block is report_blocks().main:
-        return {method: estimator_color(method) for method in methods()}
-    default = report_blocks().main.variant("gaca").key()
     palette = iter(VARIANT_COLORS)
+    if block is report_blocks().main:
+        method_rows = {block.estimator(method).name: method for method in methods()}
+        return {
+            v.name: estimator_color(method_rows[v.name]) if v.name in method_rows else next(palette)
+            for v in block.variants
+        }
+    default = default_key()
     return {
-        variant.name: estimator_color("gaca") if variant.key() == default else next(palette)
+        variant.name: estimator_color(default_method()) if variant.key() == default else next(palette)
         for variant in block.variants
     }
 
@@ -190,9 +208,9 @@ def lambda0_sweep(plan: Plan, cells: Mapping[CellKey, CellResult], folder: Path)
         return []
     env, scale = plan.settings(block)[0]
     fixed = [v for v in block.variants if v.config()["algorithm.alpha_lambda"] == 0.0]
-    points = [(float(v.config()["algorithm.lambda0"]), cells[plan.cell(v, env, scale)]) for v in fixed]
+    points = [(number(v.config(), "algorithm.lambda0"), cells[plan.cell(v, env, scale)]) for v in fixed]
     points = [(x, cell) for x, cell in points if cell.n]
-    adaptive = cells[plan.cell(report_blocks().main.variant("gaca"), env, scale)]
+    adaptive = cells[plan.cell(report_blocks().main.default(), env, scale)]
     if not points and not adaptive.n:
         return []
     with matplotlib.rc_context(STYLE):
@@ -236,7 +254,7 @@ def gate_law(folder: Path, lambda0: float | None = None, strengths: Sequence[flo
 
     from gaca.estimators.gate import gate_weight
 
-    lambda0 = float(DEFAULT_CONFIG["algorithm.lambda0"]) if lambda0 is None else lambda0
+    lambda0 = number(DEFAULT_CONFIG, "algorithm.lambda0") if lambda0 is None else lambda0
     criticality = torch.linspace(0.0, 4.0, 401)
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=PANEL_SIZE, layout="constrained")
@@ -342,12 +360,12 @@ def sample_efficiency_frame(plan: Plan, cells: Mapping[CellKey, CellResult], cur
     rows = []
     for env, scale in _main_settings(plan, cells):
         mean_curves = {
-            method: mean_curve(cells[plan.cell(report_blocks().main.variant(method), env, scale)], curves)
+            method: mean_curve(cells[plan.cell(report_blocks().main.estimator(method), env, scale)], curves)
             for method in methods()
         }
-        if mean_curves["gigpo"].empty:
+        if mean_curves[baseline_method()].empty:
             continue
-        target = float(mean_curves["gigpo"]["mean"].max())
+        target = float(mean_curves[baseline_method()]["mean"].max())
         for method, curve in mean_curves.items():
             if not curve.empty:
                 rows.append(
@@ -393,7 +411,7 @@ def sample_efficiency(efficiency: pd.DataFrame, folder: Path) -> list[Path]:
                     axis.bar(x, iterations, width, color=estimator_color(method))
                     axis.text(x, iterations, f"{iterations:g}", ha="center", va="bottom", fontsize=7)
         axis.set_xticks(range(len(settings)), [f"{env}\n{scale}" for env, scale in settings])
-        axis.set_ylabel("iterations to GiGPO's peak")
+        axis.set_ylabel(f"iterations to {estimator_label(baseline_method())}'s peak")
         axis.set_ylim(0, top * 1.3)
         axis.grid(axis="x", visible=False)
         handles = [Patch(color=estimator_color(m), label=estimator_label(m)) for m in methods()]

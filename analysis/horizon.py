@@ -2,7 +2,7 @@
 
 Runs are matched by configuration, not by the block tag (a run shared with another block carries
 that block's tag), with the identity every table cell uses (``gaca.contract.canonical`` through
-``analysis.blocks``): finished errand runs of grpo, gigpo and gaca at their default estimator
+``analysis.block_rows``): finished errand runs of grpo, gigpo and gaca at their default estimator
 settings and in one setting, grouped by ``env.horizon`` (the walk growing with it, as the block sets
 it). Each point is the mean over seeds with its 95% t interval, clipped to the [0, 100] points a
 success rate can take; every seed's score is drawn beside it.
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.blocks import DEFAULT_CONFIG, ConfigKey, canonical_config, methods, setting
+from analysis.block_rows import DEFAULT_CONFIG, ConfigKey, canonical_config, methods, setting
 from analysis.collect import PARAM_PREFIX, run_config
 from analysis.figures import PANEL_SIZE, STYLE, save
 from analysis.stats import mean_half_width
@@ -27,7 +27,7 @@ ENV = "errand"
 
 def grid_keys() -> set[str]:
     """The keys the block's grid varies besides the seed and the method: the horizon and the walk."""
-    from gaca.orchestration.blocks import load_block
+    from gaca.orchestration.block_files import load_block
 
     return {key for grid in load_block(BLOCK).grids for key, _ in grid} - {"seed", "algorithm"}
 

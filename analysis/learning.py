@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from analysis.blocks import DEFAULT_CONFIG
+from analysis.block_rows import DEFAULT_CONFIG
 from analysis.collect import (
     DEFAULT_EXPERIMENT,
     EVAL_METRIC,

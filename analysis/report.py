@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import sys
 import time
@@ -26,8 +27,8 @@ from urllib.parse import urlparse
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from analysis import cells, claims, collect, figures, horizon, latex, sequential_claims, tables
-from analysis.blocks import Block, environment_label, report_blocks, scale_label
+from analysis import cells, claims_text, collect, figures, horizon, latex, paper_claims, sequential_replay, tables
+from analysis.block_rows import Block, environment_label, report_blocks, scale_label
 from analysis.cells import CellKey, CellResult, Plan
 from gaca.estimators.registry import ESTIMATORS
 
@@ -182,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out
     for name in generated():
         (out / name).unlink(missing_ok=True)
-    replays, design_notes = sequential_claims.designs(plan, runs.results, runs.ledger, runs.diagnostics)
+    replays, design_notes = sequential_replay.designs(plan, runs.results, runs.ledger, runs.diagnostics)
     design = [line for name, replay in replays.items() for line in replay.design_lines(name)] + design_notes
     written, figures_shown, skipped, checked = write_artifacts(plan, runs, args.selection, out, replays, design)
     summary = summary_lines(args, plan, runs) + design
@@ -235,9 +236,9 @@ def write_artifacts(
     runs: Runs,
     selection: str,
     out: Path,
-    replays: Mapping[str, sequential_claims.Replay] | None = None,
+    replays: Mapping[str, sequential_replay.Replay] | None = None,
     design: Sequence[str] = (),
-) -> tuple[list[Path], list[FigureSpec], list[str], list[claims.Claim]]:
+) -> tuple[list[Path], list[FigureSpec], list[str], list[paper_claims.Claim]]:
     """Tables, figures, claims.md and runs.csv; returns the paths written, the figures drawn, what
     was left out (each with why) and the checked claims. The claims of a block with a sequential
     design (``replays``) take its verdicts, and ``design`` (what the design did) heads claims.md."""
@@ -263,14 +264,14 @@ def write_artifacts(
         else:
             skipped.append(f"{spec.name}: skipped, {spec.missing}")
 
-    checked = claims.check(claims.Evidence(plan, runs.results, runs.diagnostics))
+    checked = paper_claims.check(paper_claims.Evidence(plan, runs.results, runs.diagnostics))
     adjusted = {claim.statement: claim for replay in (replays or {}).values() for claim in replay.claims}
     checked = [adjusted.get(claim.statement, claim) for claim in checked]
     header = _claims_header(plan, runs.results, selection) + list(design)
-    (out / "claims.md").write_text(claims.markdown(checked, header, efficiency))
+    (out / "claims.md").write_text(claims_text.markdown(checked, header, efficiency))
     written.append(out / "claims.md")
     if checked:
-        (out / "tables" / "claims.tex").write_text(claims.latex_table(checked, sequential=bool(replays)))
+        (out / "tables" / "claims.tex").write_text(claims_text.latex_table(checked, sequential=bool(replays)))
         written.append(out / "tables" / "claims.tex")
     _ledger_frame(runs.ledger, plan).to_csv(out / "runs.csv", index=False)
     written.append(out / "runs.csv")
@@ -291,8 +292,8 @@ def figure_specs(plan: Plan, runs: Runs, efficiency: pd.DataFrame | None, folder
                 r"Evaluation success against training iteration, mean over seeds with its 95\% $t$ band, "
                 rf"every row of the {latex.escape(block.name)} block.",
                 f"no run of the {block.name} block has an eval/success_rate history",
-                lambda block=block: figures.learning_curves(
-                    plan, block, results, curves, folder, block_stem("learning_curves", block)
+                functools.partial(
+                    figures.learning_curves, plan, block, results, curves, folder, block_stem("learning_curves", block)
                 ),
             ),
             FigureSpec(
@@ -301,7 +302,7 @@ def figure_specs(plan: Plan, runs: Runs, efficiency: pd.DataFrame | None, folder
                 r"Each seed's final success and area under the evaluation curve (dots) beside the row's mean "
                 r"(diamond) and 95\% $t$ interval over seeds (never narrower than the task-level one).",
                 f"no run of the {block.name} block",
-                lambda block=block: figures.seed_points(plan, block, results, folder, block_stem("seeds", block)),
+                functools.partial(figures.seed_points, plan, block, results, folder, block_stem("seeds", block)),
             ),
             FigureSpec(
                 block_stem("criticality", block),
@@ -309,8 +310,14 @@ def figure_specs(plan: Plan, runs: Runs, efficiency: pd.DataFrame | None, folder
                 r"Distribution of the criticality score $c$ over training for the GACA rows "
                 r"(the histograms of all seeds, summed; a hatched last bin holds every larger $c$).",
                 f"no GACA run of the {block.name} block has {collect.CRITICALITY_HISTOGRAM}",
-                lambda block=block: figures.criticality_distribution(
-                    plan, block, results, histograms, folder, block_stem("criticality", block)
+                functools.partial(
+                    figures.criticality_distribution,
+                    plan,
+                    block,
+                    results,
+                    histograms,
+                    folder,
+                    block_stem("criticality", block),
                 ),
             ),
         ]
@@ -353,7 +360,7 @@ def report_tex(
     skipped: list[str],
     written: list[Path],
     shown: list[FigureSpec],
-    checked: list[claims.Claim],
+    checked: list[paper_claims.Claim],
     out: Path,
 ) -> str:
     """report.tex over what was written: the summary, what was left out, the tables under the

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 from scipy import stats
@@ -67,6 +68,12 @@ def with_auc(runs: pd.DataFrame, curves: pd.DataFrame) -> pd.DataFrame:
     return runs.assign(auc=runs["run_id"].map(auc_by_run(curves)).astype(float))
 
 
+def _pair(result: Any) -> tuple[float, float]:
+    """A scipy test result as (statistic, p value)."""
+    statistic, p_value = result
+    return float(statistic), float(p_value)
+
+
 def sensitivity(table: pd.DataFrame) -> Sensitivity:
     """The tests across the rows of a settings x seeds table (NaN: a seed missing for that setting)."""
     groups = [row.dropna().to_numpy() for _, row in table.iterrows()]
@@ -79,13 +86,13 @@ def sensitivity(table: pd.DataFrame) -> Sensitivity:
     complete = table.dropna(axis=1)
     friedman = None
     if complete.shape[1] >= 2 and len(groups) >= 3:
-        friedman = tuple(float(x) for x in stats.friedmanchisquare(*complete.to_numpy()))
+        friedman = _pair(stats.friedmanchisquare(*complete.to_numpy()))
     return Sensitivity(
         table=table,
         spread=float(max(means) - min(means)),
         pooled_seed_std=pooled,
-        anova=tuple(float(x) for x in stats.f_oneway(*groups)),
-        kruskal=tuple(float(x) for x in stats.kruskal(*groups)),
+        anova=_pair(stats.f_oneway(*groups)),
+        kruskal=_pair(stats.kruskal(*groups)),
         friedman=friedman,
         seeds_needed={alpha: anova_seeds_needed(means, pooled, alpha) for alpha in (0.05, 0.01)} if pooled > 0 else {},
     )

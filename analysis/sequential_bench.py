@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from analysis import sequential, stats
-from analysis.sequential import CONTRADICTED, EQUIVALENT, GREATER, HOLDS, NO_GAIN, Schedule
+from analysis import sequential_design, stats
 from analysis.sequential_candidates import CANDIDATES
+from analysis.sequential_design import CONTRADICTED, EQUIVALENT, GREATER, HOLDS, NO_GAIN, Schedule
 from analysis.sequential_sim import (
     GAIN,
     LEARN_OR_COLLAPSE,
@@ -36,7 +36,7 @@ from analysis.sequential_sim import (
 
 BENCH_SEED = 30
 DEFAULT = "betting, c = 1, every seed count"
-"""The candidate the design uses (``analysis.sequential``: stakes for every seed count, c = 1)."""
+"""The candidate the design uses (``analysis.sequential_design``: stakes for every seed count, c = 1)."""
 
 
 def wrong_verdicts(kind: str, difference: float, margin: float) -> list[str]:
@@ -146,7 +146,7 @@ def power(schedule: Schedule, replicates: int, candidates: Sequence[str] = tuple
         for name in candidates:
             decision = CANDIDATES[name](differences, variances, schedule, GREATER)
             cells.append(f"{100 * np.mean(decision == HOLDS):.1f}%")
-        run = sequential.run_sequential(differences, schedule)
+        run = sequential_design.run_sequential(differences, schedule)
         cells.append(f"{run.seeds.mean():.1f}")
         rows.append(cells)
     return rows
@@ -160,8 +160,8 @@ def per_world(schedule: Schedule, replicates: int) -> list[list[str]]:
         differences, _ = draws(world, replicates, schedule.max_seeds, number)
         decisions = {
             kind: (
-                sequential.run_sequential(differences, schedule, kind).decision,
-                sequential.run_fixed(differences, schedule.alpha, schedule.margin, kind),
+                sequential_design.run_sequential(differences, schedule, kind).decision,
+                sequential_design.run_fixed(differences, schedule.alpha, schedule.margin, kind),
             )
             for kind in (GREATER, NO_GAIN)
         }
@@ -198,7 +198,7 @@ def familywise(schedule: Schedule, replicates: int, parts: int = 5) -> list[list
         for split in (parts, 1):
             wrong = np.zeros(replicates, bool)
             for part in differences:
-                run = sequential.run_sequential(part[:, : schedule.max_seeds], schedule, GREATER, split)
+                run = sequential_design.run_sequential(part[:, : schedule.max_seeds], schedule, GREATER, split)
                 wrong |= (run.decision == HOLDS) | (run.decision == CONTRADICTED)
             cells.append(f"{100 * wrong.mean():.2f}%")
         rows.append(cells)
@@ -224,9 +224,9 @@ def testbed_looks(schedule: Schedule, looks: Sequence[int] = (3, 6)) -> list[lis
         cells = [name]
         for seeds in looks:
             differences = finals[a][:seeds] - finals[b][:seeds]
-            level = sequential.claim_level(schedule.alpha, 2)
-            low, high = sequential.interval(differences, level)
-            decision = sequential.shown(differences[None], GREATER, level, schedule.margin)[0, -1]
+            level = sequential_design.claim_level(schedule.alpha, 2)
+            low, high = sequential_design.interval(differences, level)
+            decision = sequential_design.shown(differences[None], GREATER, level, schedule.margin)[0, -1]
             cells.append(f"{100 * differences.mean():+.2f} pts, [{100 * low:+.2f}, {100 * high:+.2f}]: {decision}")
         rows.append(cells)
     return rows
@@ -240,7 +240,7 @@ def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis.sequential_bench", description=__doc__.splitlines()[0])
     parser.add_argument("--replicates", type=int, default=20000)
-    parser.add_argument("--max-seeds", type=int, default=sequential.MAX_SEEDS)
+    parser.add_argument("--max-seeds", type=int, default=sequential_design.MAX_SEEDS)
     args = parser.parse_args(argv)
     schedule = Schedule.rounds(args.max_seeds)
     began = time.monotonic()

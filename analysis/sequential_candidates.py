@@ -27,8 +27,8 @@ import numpy as np
 import scipy.optimize
 import scipy.stats
 
-from analysis import sequential, stats
-from analysis.sequential import CONTINUE, CONTRADICTED, EQUIVALENT, GREATER, HOLDS, Schedule
+from analysis import sequential_design, stats
+from analysis.sequential_design import CONTINUE, CONTRADICTED, EQUIVALENT, GREATER, HOLDS, Schedule
 
 GRID = 801
 """Points of the integration grid over the continuation region of each look."""
@@ -189,7 +189,7 @@ def t_fixed(differences: np.ndarray, task_variance: np.ndarray, schedule: Schedu
 def betting_candidate(truncation: float, budget: bool) -> Candidate:
     def run(differences: np.ndarray, task_variance: np.ndarray, schedule: Schedule, kind: str) -> np.ndarray:
         horizon = schedule.max_seeds if budget else None
-        verdicts = sequential.shown(differences, kind, schedule.alpha, schedule.margin, horizon, truncation)
+        verdicts = sequential_design.shown(differences, kind, schedule.alpha, schedule.margin, horizon, truncation)
         verdicts = verdicts[:, np.asarray(schedule.looks) - 1]
         decided = verdicts != CONTINUE
         look = np.where(decided.any(axis=1), decided.argmax(axis=1), len(schedule.looks) - 1)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 import scipy.stats
+from numpy.typing import ArrayLike
 
 CONFIDENCE = 0.95
 ALPHA = 0.05
@@ -42,47 +43,36 @@ EQUIVALENCE_MARGIN = 0.03
 """The margin of "does not help" (two one-sided tests): a gain under 3 points counts as none."""
 
 
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
+def mean_std(values: ArrayLike) -> tuple[float, float]:
     """Mean and sample standard deviation (ddof = 1) over seeds, as papers report them.
 
     The std of a single seed is NaN (undefined), not 0; the mean of no seeds is NaN.
     """
-    values = np.asarray(values, dtype=float)
-    if values.size == 0:
+    array = np.asarray(values, dtype=float)
+    if array.size == 0:
         return float("nan"), float("nan")
-    std = float(values.std(ddof=1)) if values.size > 1 else float("nan")
-    return float(values.mean()), std
+    std = float(array.std(ddof=1)) if array.size > 1 else float("nan")
+    return float(array.mean()), std
 
 
-def percentile_interval(draws: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """The central ``confidence`` interval of bootstrap draws; (NaN, NaN) when the draws are NaN."""
-    if np.isnan(draws).any():
-        return float("nan"), float("nan")
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = np.percentile(draws, [tail, 100.0 - tail])
-    return float(low), float(high)
-
-
-def probability_of_improvement(better: Sequence[float], worse: Sequence[float]) -> float:
+def probability_of_improvement(better: ArrayLike, worse: ArrayLike) -> float:
     """P(X > Y) + P(X = Y) / 2 for X from ``better``'s seeds and Y from ``worse``'s (rliable's
     definition), i.e. the Mann-Whitney U statistic over the number of pairs: the fraction of
     seed pairs in which ``better`` wins, not the probability that it is the better method."""
-    better = np.asarray(better, dtype=float)
-    worse = np.asarray(worse, dtype=float)
-    if better.size == 0 or worse.size == 0:
+    a, b = np.asarray(better, dtype=float), np.asarray(worse, dtype=float)
+    if a.size == 0 or b.size == 0:
         return float("nan")
-    statistic = scipy.stats.mannwhitneyu(better, worse, alternative="two-sided").statistic
-    return float(statistic) / (better.size * worse.size)
+    statistic = scipy.stats.mannwhitneyu(a, b, alternative="two-sided").statistic
+    return float(statistic) / (a.size * b.size)
 
 
-def improvement_p_value(better: Sequence[float], worse: Sequence[float]) -> float:
+def improvement_p_value(better: ArrayLike, worse: ArrayLike) -> float:
     """One-sided exact Mann-Whitney p of ``better > worse`` over seeds: how often a U statistic at
     least this large arises when the methods do not differ (3 vs 3 seeds, 8 of 9 pairs won: 0.10)."""
-    better = np.asarray(better, dtype=float)
-    worse = np.asarray(worse, dtype=float)
-    if better.size == 0 or worse.size == 0:
+    a, b = np.asarray(better, dtype=float), np.asarray(worse, dtype=float)
+    if a.size == 0 or b.size == 0:
         return float("nan")
-    return float(scipy.stats.mannwhitneyu(better, worse, alternative="greater", method="exact").pvalue)
+    return float(scipy.stats.mannwhitneyu(a, b, alternative="greater", method="exact").pvalue)
 
 
 @dataclass(frozen=True)
@@ -103,11 +93,11 @@ class Level:
         return self.df_per_seed * seeds - self.df_lost
 
 
-def seed_level(values: Sequence[float]) -> Level:
+def seed_level(values: ArrayLike) -> Level:
     """The spread of one value per seed (a cell's score, or a paired difference): sample variance
     (ddof = 1), n - 1 degrees of freedom; NaN below two seeds (one seed says nothing about it)."""
-    values = np.asarray(values, dtype=float)
-    return Level(float(values.var(ddof=1)) if values.size > 1 else float("nan"))
+    array = np.asarray(values, dtype=float)
+    return Level(float(array.var(ddof=1)) if array.size > 1 else float("nan"))
 
 
 def task_level(task_values: Sequence[np.ndarray]) -> Level:

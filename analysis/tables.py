@@ -18,23 +18,21 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.blocks import Block, environment_label, methods, report_blocks, scale_label
-from analysis.cells import (
-    PAIRED_SEEDS,
-    PAIRED_TASKS,
-    UNPAIRED,
-    CellKey,
-    CellResult,
-    Comparison,
-    Plan,
-    compare,
-    power_line,
+from analysis.block_rows import (
+    Block,
+    baseline_method,
+    default_method,
+    environment_label,
+    report_blocks,
+    scale_label,
 )
+from analysis.cells import CellKey, CellResult, Plan, compare
+from analysis.comparison import PAIRED_SEEDS, PAIRED_TASKS, UNPAIRED, Comparison, power_line
 from analysis.latex import escape
-from analysis.sequential import Schedule
-from analysis.sequential_claims import repeated_interval
+from analysis.sequential_design import Schedule
+from analysis.sequential_replay import repeated_interval
 from gaca.contract import DIAGNOSTIC_METRICS
-from gaca.estimators.registry import ESTIMATORS, estimator_label
+from gaca.estimators.registry import ESTIMATORS
 
 NOT_RUN = "---"
 DIAGNOSTIC_COLUMNS = tuple(
@@ -168,14 +166,18 @@ def main_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) 
     shown: list[CellResult] = []
     gains: dict[str, list[Comparison | None]] = {"final": [], "auc": []}
     previous_env = None
-    for env, scale in plan.settings(report_blocks().main):
-        row_cells = [cells[plan.cell(report_blocks().main.variant(method), env, scale)] for method in methods()]
+    main = report_blocks().main
+    for env, scale in plan.settings(main):
+        row_cells = [cells[plan.cell(variant, env, scale)] for variant in main.variants]
+        default, baseline = (
+            cells[plan.cell(main.estimator(m), env, scale)] for m in (default_method(), baseline_method())
+        )
         if all(cell.n == 0 for cell in row_cells):
             continue
         shown += row_cells
         for measure, label in (("final", "final"), ("auc", "AUC")):
             best = _best(row_cells, measure)
-            gain = compare(row_cells[2], row_cells[1], measure)
+            gain = compare(default, baseline, measure)
             gains[measure].append(gain)
             first = measure == "final"
             body.append(
@@ -196,7 +198,7 @@ def main_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) 
         "Environment",
         "Scale",
         "",
-        *(estimator_label(m) for m in methods()),
+        *(variant.latex for variant in report_blocks().main.variants),
         r"$\Delta$",
         r"95\% CI of $\Delta$",
         r"$P(\mathrm{GACA} > \mathrm{GiGPO})$",
@@ -236,7 +238,7 @@ def ablation_table(
     if not blocks:
         return None
     env, scale = plan.settings(blocks[0])[0]
-    reference = cells.get(plan.cell(report_blocks().main.variant("gaca"), env, scale))
+    reference = cells.get(plan.cell(report_blocks().main.default(), env, scale))
     shared = _shared_keys(plan, blocks, env, scale)
     body: list[Sequence[str] | str] = []
     shown: list[CellResult] = []
@@ -291,7 +293,7 @@ def ablation_table(
 
 def _shared_keys(plan: Plan, blocks: Sequence[Block], env: str, scale: str) -> set[CellKey]:
     """Cells other than GACA's default that appear in more than one requested block."""
-    default = plan.cell(report_blocks().main.variant("gaca"), env, scale)
+    default = plan.cell(report_blocks().main.default(), env, scale)
     owners: dict[CellKey, set[str]] = {}
     for block in blocks:
         for variant in block.variants:

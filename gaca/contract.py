@@ -146,7 +146,7 @@ TAGS: Mapping[str, str] = {
     TAG_TRIAL: "search trials only: the trial number",
     TAG_TRIAL_STATE: "search trials only: the trial's state as told to Optuna",
     TAG_SEQUENTIAL: "prefix; gaca.sequential.BLOCK: the look schedule of `gaca sweep BLOCK --until-decided` "
-    "(analysis.sequential.Schedule.tag); also an experiment tag, the design the block was started with",
+    "(analysis.sequential_design.Schedule.tag); also an experiment tag, the design the block was started with",
 }
 """Every tag a run may carry, with its meaning."""
 

@@ -11,7 +11,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from gaca.contract import FINAL_EVAL_SUCCESS_RATE, TAG_RUN_KEY
-from gaca.orchestration.blocks import Block, expand
+from gaca.orchestration.block_files import Block, expand
 from gaca.orchestration.job import is_training
 
 # A run's state, from MLflow (and from its lock for an unfinished one).

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from gaca.contract import TAG_BLOCK
-from gaca.orchestration.blocks import ALL, block_names
+from gaca.orchestration.block_files import ALL, block_names
 from gaca.orchestration.display import table
 from gaca.orchestration.plan import DONE, FAILED_BEFORE, INTERRUPTED, RUNNING, TO_RUN
 from gaca.tracking.secrets import redact_text, redact_uri
@@ -40,9 +40,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
-    from gaca.orchestration.blocks import load_blocks
-    from gaca.orchestration.claims import held
+    from gaca.orchestration.block_files import load_blocks
     from gaca.orchestration.plan import InvalidRuns, attach_states, plan_runs, recorded_runs, tracking_of
+    from gaca.orchestration.run_claims import held
     from gaca.orchestration.session import HydraSession, split_overrides
     from gaca.tracking.store import StoreUnavailable, check_store
 

@@ -8,7 +8,7 @@ dispatched and waited for, and a summary ends it. A failed run does not stop the
 exit status is 1 when any failed, and the summary names each with its traceback and log.
 
 ``--until-decided`` runs the block in rounds of seeds until its claims are decided
-(``gaca.orchestration.sequential``).
+(``gaca.orchestration.until_decided``).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gaca.backends.backend_config import spec as backend_spec
-from gaca.orchestration.blocks import ALL, block_names
+from gaca.orchestration.block_files import ALL, block_names
 from gaca.orchestration.display import Progress, clock, describe_log, error_excerpt, last_iteration, table
 from gaca.orchestration.plan import DONE, LAUNCHED, RUNNING, PlannedRun
-from gaca.orchestration.sequential import SEQUENTIAL_FLAGS
-from gaca.orchestration.sequential import add_arguments as add_sequential_arguments
+from gaca.orchestration.until_decided import SEQUENTIAL_FLAGS
+from gaca.orchestration.until_decided import add_arguments as add_sequential_arguments
 from gaca.tracking.secrets import redact_text, redact_uri
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def sweep_folder(name: str) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    from gaca.orchestration.blocks import load_blocks
+    from gaca.orchestration.block_files import load_blocks
     from gaca.orchestration.plan import InvalidRuns, plan_runs
     from gaca.orchestration.session import HydraSession, split_overrides
 
@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
         print(f"gaca sweep: {redact_text(str(error))}", file=sys.stderr)
         return EXIT_INVALID
     if args.until_decided or any(getattr(args, flag) is not None for flag in SEQUENTIAL_FLAGS):
-        from gaca.orchestration.sequential import run_until_decided
+        from gaca.orchestration.until_decided import run_until_decided
 
         return run_until_decided(args, blocks, session, run_overrides)
     try:
@@ -143,9 +143,10 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
 def launch_claimed(
     runs: list[PlannedRun], session: HydraSession, name: str, elsewhere: list[PlannedRun], uri: str, experiment: str
 ) -> int:
-    """``dispatch`` the runs this driver claims; wait for those another sweep holds (``gaca.orchestration.claims``)."""
-    from gaca.orchestration.claims import dispatch_claimed
+    """``dispatch`` the runs this driver claims; wait for those another sweep holds
+    (``gaca.orchestration.run_claims``)."""
     from gaca.orchestration.plan import attach_states, recorded_runs
+    from gaca.orchestration.run_claims import dispatch_claimed
 
     return dispatch_claimed(
         runs,

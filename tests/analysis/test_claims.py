@@ -8,10 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import claims
-from analysis.blocks import get_block, report_blocks
-from analysis.cells import PAIRED_TASKS, CellResult, Comparison, Plan, empty_result
-from analysis.sequential import GREATER, NO_GAIN
+from analysis import paper_claims
+from analysis.block_rows import get_block, report_blocks
+from analysis.cells import CellResult, Plan, empty_result
+from analysis.comparison import PAIRED_TASKS, Comparison
+from analysis.sequential_design import GREATER, NO_GAIN
 
 BLOCKS = report_blocks()
 PLAN = Plan(tuple(BLOCKS.by_name.values()), scale="tiny")
@@ -68,7 +69,7 @@ def evidence(
     ablations: dict[str, list[float]] | None = None,
     main: dict[str, list[float]] | None = None,
     diag: pd.DataFrame | None = None,
-) -> claims.Evidence:
+) -> paper_claims.Evidence:
     """Cells filled from ``{"block/variant": rates}`` (ablations at the ablation setting) and ``{method: rates}``."""
     cells = {key: empty_result(key, SEEDS) for key in PLAN.wanted()}
     for name, rates in (ablations or {}).items():
@@ -78,7 +79,7 @@ def evidence(
     for method, rates in (main or {}).items():
         key = PLAN.cell(BLOCKS.main.variant(method), "household", "tiny")
         cells[key] = result(key, rates)
-    return claims.Evidence(PLAN, cells, diagnostics() if diag is None else diag)
+    return paper_claims.Evidence(PLAN, cells, diagnostics() if diag is None else diag)
 
 
 GOOD = {
@@ -101,165 +102,165 @@ def verdict(check, **kwargs) -> str:
 
 def test_every_claim_holds_where_the_data_agrees():
     world = evidence(GOOD, {"grpo": near(0.1), "gigpo": near(0.5), "gaca": near(0.9)})
-    checked = claims.check(world)
-    assert [c.verdict for c in checked] == [claims.HOLDS] * 7
-    assert len(checked) == len(claims.CLAIMS)
+    checked = paper_claims.check(world)
+    assert [c.verdict for c in checked] == [paper_claims.HOLDS] * 7
+    assert len(checked) == len(paper_claims.CLAIMS)
 
 
 @pytest.mark.parametrize(
     ("check", "change"),
     [
-        (claims.detector_order, {"detector/random": near(0.95)}),
-        (claims.no_fixed_lambda0_matches, {"lambda0/lambda0=0.25": near(0.95), "detector/entropy": near(0.4)}),
-        (claims.lambda0_concave, {"lambda0/lambda0=1": near(0.8)}),  # the end beats the middle
-        (claims.lambda0_concave, {"lambda0/lambda0=0": near(0.8)}),
-        (claims.modulation_gives_back, {"modulation/modulation=1": near(0.95), "detector/entropy": near(0.6)}),
-        (claims.modulation_gives_back, {"modulation/modulation=1": near(0.05)}),  # gives back everything
-        (claims.alpha_c_does_not_help, {"alpha_c/alpha_c=0.7": near(0.9), "detector/entropy": near(0.3)}),
+        (paper_claims.detector_order, {"detector/random": near(0.95)}),
+        (paper_claims.no_fixed_lambda0_matches, {"lambda0/lambda0=0.25": near(0.95), "detector/entropy": near(0.4)}),
+        (paper_claims.lambda0_concave, {"lambda0/lambda0=1": near(0.8)}),  # the end beats the middle
+        (paper_claims.lambda0_concave, {"lambda0/lambda0=0": near(0.8)}),
+        (paper_claims.modulation_gives_back, {"modulation/modulation=1": near(0.95), "detector/entropy": near(0.6)}),
+        (paper_claims.modulation_gives_back, {"modulation/modulation=1": near(0.05)}),  # gives back everything
+        (paper_claims.alpha_c_does_not_help, {"alpha_c/alpha_c=0.7": near(0.9), "detector/entropy": near(0.3)}),
     ],
 )
 def test_each_ablation_claim_is_contradicted_where_the_data_disagrees(check, change):
-    assert verdict(check, ablations={**GOOD, **change}) == claims.CONTRADICTED
+    assert verdict(check, ablations={**GOOD, **change}) == paper_claims.CONTRADICTED
 
 
 @pytest.mark.parametrize(
     ("check", "drop"),
     [
-        (claims.detector_order, "detector/random"),
-        (claims.no_fixed_lambda0_matches, "detector/entropy"),
-        (claims.lambda0_concave, "lambda0/lambda0=1"),
-        (claims.modulation_gives_back, "modulation/modulation=1"),
-        (claims.alpha_c_does_not_help, "alpha_c/alpha_c=0.5"),
+        (paper_claims.detector_order, "detector/random"),
+        (paper_claims.no_fixed_lambda0_matches, "detector/entropy"),
+        (paper_claims.lambda0_concave, "lambda0/lambda0=1"),
+        (paper_claims.modulation_gives_back, "modulation/modulation=1"),
+        (paper_claims.alpha_c_does_not_help, "alpha_c/alpha_c=0.5"),
     ],
 )
 def test_a_missing_or_partial_cell_gives_missing_runs(check, drop):
     missing = {name: rates for name, rates in GOOD.items() if name != drop}
-    assert verdict(check, ablations=missing) == claims.MISSING
+    assert verdict(check, ablations=missing) == paper_claims.MISSING
     partial = {**GOOD, drop: GOOD.get(drop, near(0.9))[:-1]}
     claim = check(evidence(partial))
-    assert claim.verdict == claims.MISSING
+    assert claim.verdict == paper_claims.MISSING
     assert any("29 of 30 seeds (missing seed 29)" in note for note in claim.notes)
 
 
 def test_a_sweep_point_never_run_is_left_out_with_a_note():
     sweep = {name: rates for name, rates in GOOD.items() if name != "lambda0/lambda0=0.75"}
-    claim = claims.lambda0_concave(evidence(sweep))
-    assert claim.verdict == claims.HOLDS
+    claim = paper_claims.lambda0_concave(evidence(sweep))
+    assert claim.verdict == paper_claims.HOLDS
     assert any("lambda0=0.75 was not run" in note for note in claim.notes)
 
 
 def test_concavity_compares_the_middle_point_with_both_ends():
-    claim = claims.lambda0_concave(evidence(GOOD))
+    claim = paper_claims.lambda0_concave(evidence(GOOD))
     compared = [name for name, _ in claim.comparisons]
     assert compared == ["lambda0=0.5 − lambda0=0", "lambda0=0.5 − lambda0=1"]
     # The middle beats lambda0 = 0 inside the noise: the sweep is not shown concave, nor shown not to be.
     noisy = {**GOOD, "lambda0/lambda0=0": cycle([0.05, 0.3, 0.55]), "detector/uniform": cycle([0.3, 0.28, 0.32])}
-    assert claims.lambda0_concave(evidence(noisy)).verdict == claims.INCONCLUSIVE
+    assert paper_claims.lambda0_concave(evidence(noisy)).verdict == paper_claims.INCONCLUSIVE
 
 
 def test_the_right_direction_inside_the_noise_is_inconclusive():
     close = {**GOOD, "detector/random": cycle([0.55, 0.7, 0.85]), "detector/uniform": cycle([0.6, 0.72, 0.85])}
-    claim = claims.detector_order(evidence(close))
-    assert claim.verdict == claims.INCONCLUSIVE
+    claim = paper_claims.detector_order(evidence(close))
+    assert claim.verdict == paper_claims.INCONCLUSIVE
     assert "→ inconclusive" in claim.numbers[-4]  # uniform − random, before entropy − uniform and its power
 
 
 def test_the_wrong_direction_inside_the_noise_is_inconclusive_not_contradicted():
     # uniform below random on the mean, but the interval straddles zero.
     close = {**GOOD, "detector/random": cycle([0.6, 0.7, 0.8]), "detector/uniform": cycle([0.5, 0.72, 0.82])}
-    claim = claims.detector_order(evidence(close))
+    claim = paper_claims.detector_order(evidence(close))
     comparison = dict(claim.comparisons)["uniform − random"]
     assert comparison.estimate < 0 < comparison.high
-    assert claim.verdict == claims.INCONCLUSIVE
+    assert claim.verdict == paper_claims.INCONCLUSIVE
 
 
 def comparison(differences: np.ndarray) -> Comparison:
     """A paired comparison of these per-seed differences (its other fields say nothing here)."""
     return Comparison(
-        float(differences.mean()), None, PAIRED_TASKS, differences.size, 0.01, 0.01, 0.5, 0.5, differences=differences
+        float(differences.mean()), PAIRED_TASKS, differences.size, 0.01, 0.01, 0.5, 0.5, differences=differences
     )
 
 
 @pytest.mark.parametrize(
     ("differences", "expected"),
     [
-        (np.full(15, 0.3), claims.HOLDS),
-        (np.full(15, -0.3), claims.CONTRADICTED),
-        (np.full(15, 0.05), claims.INCONCLUSIVE),
+        (np.full(15, 0.3), paper_claims.HOLDS),
+        (np.full(15, -0.3), paper_claims.CONTRADICTED),
+        (np.full(15, 0.05), paper_claims.INCONCLUSIVE),
     ],
 )
 def test_greater_is_decided_by_its_test(differences, expected):
     # 15 equal differences of 30 points: capital 1.3^15 = 51 >= 40 (2.5% a side); of 5 points: 2.1.
-    assert claims.test(comparison(differences), GREATER)[0] == expected
+    assert paper_claims.test(comparison(differences), GREATER)[0] == expected
 
 
 @pytest.mark.parametrize(
     ("differences", "expected", "detail"),
     [
-        (np.zeros(120), claims.HOLDS, "equivalent within ±3 pts (TOST)"),
-        (np.full(15, -0.3), claims.HOLDS, "gain below +3 pts"),
-        (np.zeros(15), claims.INCONCLUSIVE, "95% interval ["),
-        (np.full(15, 0.3), claims.CONTRADICTED, "(betting)"),
+        (np.zeros(120), paper_claims.HOLDS, "equivalent within ±3 pts (TOST)"),
+        (np.full(15, -0.3), paper_claims.HOLDS, "gain below +3 pts"),
+        (np.zeros(15), paper_claims.INCONCLUSIVE, "95% interval ["),
+        (np.full(15, 0.3), paper_claims.CONTRADICTED, "(betting)"),
     ],
 )
 def test_does_not_help_is_a_one_sided_test_against_the_margin(differences, expected, detail):
     # All seeds equal (collapsed) say nothing before 99 seeds: 0.97^-n >= 20.
-    verdict, text = claims.test(comparison(differences), NO_GAIN)
+    verdict, text = paper_claims.test(comparison(differences), NO_GAIN)
     assert verdict == expected
     assert detail in text
 
 
 def test_a_claims_parts_are_tested_at_alpha_over_their_number():
     differences = np.full(15, 0.3)  # 1.3^15 = 51: shown at 2.5% a side (40), not at 1.25% (80)
-    assert claims.test(comparison(differences), GREATER, parts=2)[0] == claims.INCONCLUSIVE
-    assert "97.5% interval" in claims.test(comparison(differences), GREATER, parts=2)[1]
+    assert paper_claims.test(comparison(differences), GREATER, parts=2)[0] == paper_claims.INCONCLUSIVE
+    assert "97.5% interval" in paper_claims.test(comparison(differences), GREATER, parts=2)[1]
 
 
 @pytest.mark.parametrize(
     ("verdicts", "expected"),
     [
-        ([claims.HOLDS, claims.HOLDS], claims.HOLDS),
-        ([claims.HOLDS, claims.INCONCLUSIVE], claims.INCONCLUSIVE),
-        ([claims.INCONCLUSIVE, claims.MISSING], claims.MISSING),
-        ([claims.HOLDS, claims.MISSING, claims.CONTRADICTED], claims.CONTRADICTED),
-        ([claims.EQUIVALENT, claims.INCONCLUSIVE], claims.INCONCLUSIVE),
-        ([claims.EQUIVALENT, claims.HOLDS], claims.INCONCLUSIVE),
-        ([claims.EQUIVALENT, claims.EQUIVALENT], claims.EQUIVALENT),
-        ([], claims.MISSING),
+        ([paper_claims.HOLDS, paper_claims.HOLDS], paper_claims.HOLDS),
+        ([paper_claims.HOLDS, paper_claims.INCONCLUSIVE], paper_claims.INCONCLUSIVE),
+        ([paper_claims.INCONCLUSIVE, paper_claims.MISSING], paper_claims.MISSING),
+        ([paper_claims.HOLDS, paper_claims.MISSING, paper_claims.CONTRADICTED], paper_claims.CONTRADICTED),
+        ([paper_claims.EQUIVALENT, paper_claims.INCONCLUSIVE], paper_claims.INCONCLUSIVE),
+        ([paper_claims.EQUIVALENT, paper_claims.HOLDS], paper_claims.INCONCLUSIVE),
+        ([paper_claims.EQUIVALENT, paper_claims.EQUIVALENT], paper_claims.EQUIVALENT),
+        ([], paper_claims.MISSING),
     ],
 )
 def test_a_composite_claim_is_contradicted_by_any_part_and_holds_when_all_do(verdicts, expected):
-    assert claims.combine(verdicts) == expected
+    assert paper_claims.combine(verdicts) == expected
 
 
 @pytest.mark.parametrize(
     ("main", "expected"),
     [
-        ({"grpo": near(0.1), "gigpo": near(0.5), "gaca": near(0.9)}, claims.HOLDS),
-        ({"grpo": near(0.5), "gigpo": near(0.1), "gaca": near(0.9)}, claims.CONTRADICTED),
-        ({"grpo": near(0.1), "gigpo": near(0.5)}, claims.MISSING),
-        ({}, claims.MISSING),
+        ({"grpo": near(0.1), "gigpo": near(0.5), "gaca": near(0.9)}, paper_claims.HOLDS),
+        ({"grpo": near(0.5), "gigpo": near(0.1), "gaca": near(0.9)}, paper_claims.CONTRADICTED),
+        ({"grpo": near(0.1), "gigpo": near(0.5)}, paper_claims.MISSING),
+        ({}, paper_claims.MISSING),
     ],
 )
 def test_main_order(main, expected):
-    assert verdict(claims.main_order, main=main) == expected
+    assert verdict(paper_claims.main_order, main=main) == expected
 
 
 @pytest.mark.parametrize(
     ("diag", "expected"),
     [
-        (diagnostics(), claims.HOLDS),
-        (diagnostics(lambda_mean=0.6), claims.CONTRADICTED),
-        (diagnostics(clamp=0.03), claims.CONTRADICTED),
-        (diagnostics(seeds=2), claims.MISSING),
+        (diagnostics(), paper_claims.HOLDS),
+        (diagnostics(lambda_mean=0.6), paper_claims.CONTRADICTED),
+        (diagnostics(clamp=0.03), paper_claims.CONTRADICTED),
+        (diagnostics(seeds=2), paper_claims.MISSING),
     ],
 )
 def test_gate_in_linear_regime(diag, expected):
-    assert verdict(claims.gate_in_linear_regime, main={"gaca": near(0.9)}, diag=diag) == expected
+    assert verdict(paper_claims.gate_in_linear_regime, main={"gaca": near(0.9)}, diag=diag) == expected
 
 
 def test_numbers_intervals_pairing_and_power_are_reported():
-    claim = claims.detector_order(evidence(GOOD))
+    claim = paper_claims.detector_order(evidence(GOOD))
     assert claim.numbers[0].startswith("random: 2.00 ± 0.65 [")
     difference = re.search(
         r"entropy − uniform: \+(\d+\.\d+) pts .* 97.5% interval \[\+(\d+\.\d+), \+(\d+\.\d+)\] \(betting\)",
@@ -282,10 +283,12 @@ def test_numbers_intervals_pairing_and_power_are_reported():
 def test_claims_md_of_the_report(report):
     text = (report.out / "claims.md").read_text()
     verdicts = dict(re.findall(r"\| \d \| (.+?) \| \*\*(.+?)\*\* \|", text))
-    assert verdicts["Detector: random < uniform < entropy (Section 4.3)"] == claims.MISSING  # uniform: 2 of 3 seeds
+    assert (
+        verdicts["Detector: random < uniform < entropy (Section 4.3)"] == paper_claims.MISSING
+    )  # uniform: 2 of 3 seeds
     assert (
         verdicts["The mean lambda equals lambda0 and under 1% of steps sit at a clamp (Section 4.4, Table 7)"]
-        == claims.HOLDS
+        == paper_claims.HOLDS
     )
     assert "note: lambda0=0.75 was not run" in text
     assert "## Sample efficiency" in text

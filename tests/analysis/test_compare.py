@@ -8,10 +8,11 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from analysis import cells, claims, stats
-from analysis.blocks import get_block
-from analysis.cells import PAIRED_SEEDS, PAIRED_TASKS, UNPAIRED, CellKey, CellResult, Plan, compare
-from analysis.sequential import GREATER, NO_GAIN
+from analysis import paper_claims, stats
+from analysis.block_rows import get_block
+from analysis.cells import CellKey, CellResult, Plan, compare
+from analysis.comparison import PAIRED_SEEDS, PAIRED_TASKS, UNPAIRED, Comparison, power_line
+from analysis.sequential_design import GREATER, NO_GAIN
 
 TASKS = 40
 
@@ -26,7 +27,7 @@ def cell(name: str, solved: list[int], env: str = "household", seeds: tuple[int,
     )
 
 
-def width(comparison: cells.Comparison) -> float:
+def width(comparison: Comparison) -> float:
     return comparison.high - comparison.low
 
 
@@ -78,8 +79,8 @@ def test_one_shared_seed_gives_no_interval():
     assert comparison.pairing == PAIRED_TASKS and not comparison.estimable
     assert np.isnan(comparison.minimum_detectable_effect) and comparison.seeds_needed(0.03) is None
     for kind in (GREATER, NO_GAIN):
-        verdict, detail = claims.test(comparison, kind)
-        assert verdict == claims.INCONCLUSIVE and "no interval with one seed" in detail
+        verdict, detail = paper_claims.test(comparison, kind)
+        assert verdict == paper_claims.INCONCLUSIVE and "no interval with one seed" in detail
 
 
 def test_pairing_uses_the_shared_seeds_only():
@@ -126,7 +127,7 @@ def test_power_follows_the_seeds_found():
     assert three.minimum_detectable_effect > 5.65 * np.sqrt(three.variance / 3)  # noncentral t, 2 df
     assert three.seeds_needed(three.minimum_detectable_effect * (1 + 1e-9)) == 3
     assert five.seeds_needed(five.minimum_detectable_effect * (1 + 1e-9)) == 5
-    line = cells.power_line([three, five])
+    line = power_line([three, five])
     assert "with 3-5 seeds the smallest detectable difference is" in line
     assert "paired by seed and task" in line and "t test" in line
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from analysis import figures
-from analysis.blocks import report_blocks
+from analysis.block_rows import report_blocks
 from analysis.cells import CellKey, CellResult, Plan
 
 STEMS = (

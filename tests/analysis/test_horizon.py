@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from analysis import horizon
-from analysis.blocks import DEFAULT_CONFIG
+from analysis.block_rows import DEFAULT_CONFIG
 
 
 def run(method, horizon_steps, seed, final, status="FINISHED", env="errand", **params):

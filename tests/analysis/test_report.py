@@ -114,7 +114,7 @@ def test_the_pdf_lists_what_it_left_out_and_why(run_report):
 def test_the_ablations_are_read_where_their_runs_are(tmp_path):
     from mlflow.tracking import MlflowClient
 
-    from analysis.blocks import get_block
+    from analysis.block_rows import get_block
     from analysis.synthetic import SyntheticRun, log_runs
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis import sequential
-from analysis.sequential import CONTINUE, CONTRADICTED, EQUIVALENT, HOLDS, NO_GAIN, Schedule
+from analysis import sequential_design
+from analysis.sequential_design import CONTINUE, CONTRADICTED, EQUIVALENT, HOLDS, NO_GAIN, Schedule
 
 
 def test_rounds_and_their_errors():
@@ -30,43 +30,43 @@ def test_the_tag_round_trips_and_a_design_of_another_test_is_refused():
 def test_decisions_on_equal_differences():
     # 15 equal differences: +30 points hold (1.3^15 >= 40), -30 are contradicted, +5 decide nothing.
     differences = np.array([np.full(15, 0.3), np.full(15, -0.3), np.full(15, 0.05)])
-    assert list(sequential.run_fixed(differences)) == [HOLDS, CONTRADICTED, CONTINUE]
+    assert list(sequential_design.run_fixed(differences)) == [HOLDS, CONTRADICTED, CONTINUE]
     # "Does not help": a loss of 30 points holds (gain below +3), a gain of 30 is contradicted.
-    assert list(sequential.run_fixed(differences[:2], kind=NO_GAIN)) == [CONTRADICTED, HOLDS]
+    assert list(sequential_design.run_fixed(differences[:2], kind=NO_GAIN)) == [CONTRADICTED, HOLDS]
 
 
 def test_equivalence_needs_both_one_sided_tests():
     # 120 differences of exactly 0: each test against +-3 points at 5% passes (0.97^-120 >= 20).
-    assert sequential.run_fixed(np.zeros((1, 120)))[0] == EQUIVALENT
-    assert sequential.run_fixed(np.zeros((1, 90)))[0] == CONTINUE
+    assert sequential_design.run_fixed(np.zeros((1, 120)))[0] == EQUIVALENT
+    assert sequential_design.run_fixed(np.zeros((1, 90)))[0] == CONTINUE
 
 
 def test_a_claims_parts_share_its_level():
     # (1.3)^15 = 51: holds at 2.5% a side (40), not at 2.5% / 2 (80).
     differences = np.full((1, 15), 0.3)
-    assert sequential.run_fixed(differences, parts=1)[0] == HOLDS
-    assert sequential.run_fixed(differences, parts=2)[0] == CONTINUE
-    assert sequential.claim_level(0.05, 5) == pytest.approx(0.01)
+    assert sequential_design.run_fixed(differences, parts=1)[0] == HOLDS
+    assert sequential_design.run_fixed(differences, parts=2)[0] == CONTINUE
+    assert sequential_design.claim_level(0.05, 5) == pytest.approx(0.01)
 
 
 def test_the_procedure_stops_at_its_first_decision():
     # +50 points a seed: capital 1.5^n >= 40 from n = 10, so the look at 12 decides; 0 never does.
     schedule = Schedule((3, 6, 9, 12, 15))
     differences = np.array([np.full(15, 0.5), np.zeros(15)])
-    run = sequential.run_sequential(differences, schedule)
+    run = sequential_design.run_sequential(differences, schedule)
     assert list(run.decision) == [HOLDS, CONTINUE]
     assert list(run.seeds) == [12, 15]
 
 
 def test_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="kind must be"):
-        sequential.shown(np.zeros((1, 3)), "less", 0.05, 0.03)
+        sequential_design.shown(np.zeros((1, 3)), "less", 0.05, 0.03)
 
 
 def test_the_rows_a_claim_compares_are_known_before_any_run():
-    from analysis.blocks import get_block
+    from analysis.block_rows import get_block
     from analysis.cells import Plan
-    from analysis.sequential_claims import block_claim_names, rows_compared
+    from analysis.sequential_replay import block_claim_names, rows_compared
 
     def rows(block_name: str, claim: str) -> set[str]:
         block = get_block(block_name)

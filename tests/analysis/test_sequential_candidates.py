@@ -8,7 +8,7 @@ import pytest
 import scipy.stats
 
 from analysis import sequential_bench, sequential_candidates, sequential_sim
-from analysis.sequential import NO_GAIN, Schedule
+from analysis.sequential_design import NO_GAIN, Schedule
 from analysis.sequential_sim import GAIN, MARGIN, Mixture, Resampled, Stable, World, worlds
 
 

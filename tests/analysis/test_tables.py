@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.blocks import report_blocks
+from analysis.block_rows import report_blocks
 
 MEAN_STD = re.compile(r"\$(?:\\mathbf\{)?(\d+\.\d+) \\pm (\d+\.\d+)")
 

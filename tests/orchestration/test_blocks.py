@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from gaca.contract import SEEDS
-from gaca.orchestration.blocks import SWEEPS_DIR, block_names, expand, load_block, load_blocks
+from gaca.orchestration.block_files import SWEEPS_DIR, block_names, expand, load_block, load_blocks
 from gaca.orchestration.plan import plan_runs
 from gaca.orchestration.session import HydraSession
 from gaca.policy.config import MODEL_PRESETS

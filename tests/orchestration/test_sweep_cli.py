@@ -9,7 +9,7 @@ from pathlib import Path
 from mlflow.tracking import MlflowClient
 
 from gaca.orchestration import status, sweep
-from gaca.orchestration.blocks import load_blocks
+from gaca.orchestration.block_files import load_blocks
 from gaca.orchestration.job import LOCK_FILE
 from gaca.orchestration.plan import plan_runs
 from gaca.orchestration.session import HydraSession
@@ -92,7 +92,7 @@ def test_dry_run_and_status_read_each_runs_state_from_mlflow(workspace: Path, ca
     }, out
 
     # Another sweep claimed the failed run (it will relaunch it): queued, not failed.
-    from gaca.orchestration.claims import Claims
+    from gaca.orchestration.run_claims import Claims
 
     claims = Claims()
     assert claims.take(runs[1]) is None

@@ -97,7 +97,7 @@ def test_one_claim_runs_only_the_rows_it_compares(tmp_path: Path):
 
 
 def test_the_design_is_stored_per_block_and_run_overrides_but_not_per_place():
-    from gaca.orchestration.sequential import store_key
+    from gaca.orchestration.until_decided import store_key
 
     assert store_key("detector", []) == store_key("detector", ["tracking.uri=sqlite:///a.db", "output_dir=/b"])
     assert store_key("detector", ["env=shop"]) == store_key("detector", ["output_dir=/b", "env=shop"])
@@ -107,10 +107,10 @@ def test_the_design_is_stored_per_block_and_run_overrides_but_not_per_place():
 def test_a_round_runs_only_the_rows_an_undecided_comparison_reads():
     from hydra.core.global_hydra import GlobalHydra
 
-    from gaca.orchestration.blocks import load_blocks
+    from gaca.orchestration.block_files import load_blocks
     from gaca.orchestration.plan import plan_runs
-    from gaca.orchestration.sequential import needed_runs
     from gaca.orchestration.session import HydraSession
+    from gaca.orchestration.until_decided import needed_runs
 
     blocks = load_blocks("lambda0")
     session = HydraSession("local", [], [b.search_path for b in blocks], Path("unused"), job_name="test")

@@ -1,14 +1,14 @@
 """``gaca sweep BLOCK --until-decided [--max-seeds N] [--margin M]``: run a block in rounds of seeds
-until every comparison its claims make is decided (``analysis.sequential``), or the budget is spent.
+until every comparison its claims make is decided (``analysis.sequential_design``), or the budget is spent.
 
 Round k runs seeds 0 .. n_k - 1 of the cells the claims compare (the first round: every row a
 comparison of the block's claims, or of the ``--claim`` ones, reads; later rounds: the rows of the
 comparisons still undecided; the seeds already finished are skipped, as in any sweep), then the
-claims are replayed look by look (``analysis.sequential_claims``: tests by betting, valid at every
+claims are replayed look by look (``analysis.sequential_replay``: tests by betting, valid at every
 look): each comparison's interval and decision, which comparisons remain and the seeds left are
 printed, and the block stops when nothing remains.
 
-The design (``analysis.sequential.Schedule``) is written once as the experiment tag
+The design (``analysis.sequential_design.Schedule``) is written once as the experiment tag
 ``gaca.sequential.<block>[.<hash of the run overrides, where runs log aside>]`` before the first round; a rerun with
 another design is refused, so a killed sweep continues from the seeds already logged with the
 schedule it started with. Every run of the block is tagged ``gaca.sequential.<block>`` with the
@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 from gaca.contract import TAG_SEQUENTIAL
 
 if TYPE_CHECKING:
-    from analysis.sequential import Schedule
-    from analysis.sequential_claims import Replay
-    from gaca.orchestration.blocks import Block
+    from analysis.sequential_design import Schedule
+    from analysis.sequential_replay import Replay
+    from gaca.orchestration.block_files import Block
     from gaca.orchestration.plan import PlannedRun
 
 EXIT_INVALID = 2
@@ -36,18 +36,20 @@ PLACEMENT_KEYS = ("tracking.", "output_dir=")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from analysis import sequential, stats
+    from analysis import sequential_design, stats
 
-    group = parser.add_argument_group("run until decided (seeds in rounds, analysis/sequential.py)")
+    group = parser.add_argument_group("run until decided (seeds in rounds, analysis/sequential_design.py)")
     group.add_argument(
         "--until-decided", action="store_true", help="run rounds of seeds until every claim comparison is decided"
     )
-    group.add_argument("--max-seeds", type=int, help=f"seed budget per cell (default {sequential.MAX_SEEDS})")
+    group.add_argument("--max-seeds", type=int, help=f"seed budget per cell (default {sequential_design.MAX_SEEDS})")
     group.add_argument(
         "--margin", type=float, help=f"equivalence margin in points (default {100 * stats.EQUIVALENCE_MARGIN:g})"
     )
-    group.add_argument("--first-round", type=int, help=f"seeds of the first round (default {sequential.FIRST_ROUND})")
-    group.add_argument("--round", type=int, help=f"seeds added per later round (default {sequential.ROUND})")
+    group.add_argument(
+        "--first-round", type=int, help=f"seeds of the first round (default {sequential_design.FIRST_ROUND})"
+    )
+    group.add_argument("--round", type=int, help=f"seeds added per later round (default {sequential_design.ROUND})")
     group.add_argument("--alpha", type=float, help=f"level of each claim's tests (default {stats.ALPHA:g})")
     group.add_argument(
         "--claim",
@@ -62,7 +64,7 @@ SEQUENTIAL_FLAGS = ("max_seeds", "margin", "first_round", "round", "alpha", "cla
 
 def design(args: argparse.Namespace) -> Schedule:
     """The schedule the flags ask for; ValueError naming the flag and what it allows when one is invalid."""
-    from analysis import sequential, stats
+    from analysis import sequential_design, stats
 
     given = [f"--{flag.replace('_', '-')}" for flag in SEQUENTIAL_FLAGS if getattr(args, flag) is not None]
     if given and not args.until_decided:
@@ -70,11 +72,11 @@ def design(args: argparse.Namespace) -> Schedule:
     if args.margin is not None and not 0 <= args.margin < 100:
         raise ValueError(f"--margin must be in [0, 100) points, got {args.margin:g}")
     alpha = stats.ALPHA if args.alpha is None else args.alpha
-    sequential.check_level(alpha, "--alpha")
-    return sequential.Schedule.rounds(
-        sequential.MAX_SEEDS if args.max_seeds is None else args.max_seeds,
-        sequential.FIRST_ROUND if args.first_round is None else args.first_round,
-        sequential.ROUND if args.round is None else args.round,
+    sequential_design.check_level(alpha, "--alpha")
+    return sequential_design.Schedule.rounds(
+        sequential_design.MAX_SEEDS if args.max_seeds is None else args.max_seeds,
+        sequential_design.FIRST_ROUND if args.first_round is None else args.first_round,
+        sequential_design.ROUND if args.round is None else args.round,
         alpha,
         stats.EQUIVALENCE_MARGIN if args.margin is None else args.margin / 100.0,
     )
@@ -92,7 +94,7 @@ def store_key(block: str, run_overrides: list[str]) -> str:
 
 def run_until_decided(args: argparse.Namespace, blocks: list[Block], session: Any, run_overrides: list[str]) -> int:
     """Validate, store the design, then the rounds; the exit status."""
-    from analysis.sequential_claims import block_claim_names, block_claims, decidable_blocks
+    from analysis.sequential_replay import block_claim_names, block_claims, decidable_blocks
     from gaca.orchestration.plan import InvalidRuns, plan_runs, tracking_of
 
     try:
@@ -225,7 +227,7 @@ def rounds(
 
 def block_setting(block_name: str, sample: PlannedRun) -> tuple[Any, Any]:
     """The report's block and a plan of it at the setting ``sample`` (a run of the block) runs in."""
-    from analysis.blocks import get_block
+    from analysis.block_rows import get_block
     from analysis.cells import Plan
     from gaca.tracking.tags import scale
 
@@ -241,14 +243,14 @@ def row_names(block: Any, plan: Any) -> dict[Any, str]:
 
 def selected_claims(block_name: str, claims: list[str] | None) -> list[Any]:
     """The claim functions of the block that ``claims`` names (default all of them)."""
-    from analysis.sequential_claims import block_claim_names
+    from analysis.sequential_replay import block_claim_names
 
     return [f for name, f in block_claim_names(block_name).items() if claims is None or name in claims]
 
 
 def compared_rows(block_name: str, sample: PlannedRun, claims: list[str] | None) -> set[str]:
     """The rows the block's (selected) claims compare: the first round runs only these."""
-    from analysis.sequential_claims import rows_compared
+    from analysis.sequential_replay import rows_compared
 
     block, plan = block_setting(block_name, sample)
     return rows_compared(plan, selected_claims(block_name, claims), row_names(block, plan))
@@ -256,7 +258,7 @@ def compared_rows(block_name: str, sample: PlannedRun, claims: list[str] | None)
 
 def needed_runs(block_name: str, runs: list[PlannedRun], needed: set[str]) -> tuple[list[PlannedRun], list[str]]:
     """The runs of ``runs`` whose row is in ``needed``, and the rows left out (in block order)."""
-    from analysis.blocks import get_block
+    from analysis.block_rows import get_block
 
     block = get_block(block_name)
     rows = {run.key: block.variant_of(run.resolved) for run in runs}
@@ -281,7 +283,7 @@ def tag_runs(
 ) -> None:
     """Tag the finished runs of a round with the design (a tag: their run keys stay as they are),
     except runs that started before the design was ``recorded``: they stay untagged, so the replay
-    leaves them out of its decisions (``analysis.sequential_claims.designed``)."""
+    leaves them out of its decisions (``analysis.sequential_replay.designed``)."""
     from gaca.orchestration.plan import recorded_runs
 
     found = recorded_runs(uri, experiment)
@@ -301,9 +303,9 @@ def evaluate(
     """Replay the design on what the store holds for the block, at the setting its runs ran in,
     without the runs that existed before the design (``sequential_claims.designed``, printed);
     ``claims`` (names) the claims replayed, default every claim of the block."""
-    from analysis.claims import Evidence
+    from analysis.paper_claims import Evidence
     from analysis.report import read
-    from analysis.sequential_claims import designed, replay
+    from analysis.sequential_replay import designed, replay
 
     block, plan = block_setting(block_name, sample)
     plan, runs = read(client, experiment, plan, "final", None)

@@ -15,14 +15,14 @@ import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gaca.contract import canonical, flatten, normalize, parse_param, unflatten
 from gaca.estimators.config import AdvantageConfig
-from gaca.estimators.registry import ESTIMATORS, detector_labels, estimator_label, read_fields
+from gaca.estimators.registry import ESTIMATORS, claimed_order, detector_labels, estimator_label, read_fields
 
 if TYPE_CHECKING:
-    from gaca.orchestration import blocks as sweeps
+    from gaca.orchestration import block_files
 
 DEFAULT_CONFIG: Mapping[str, object] = {f"algorithm.{key}": value for key, value in AdvantageConfig().to_dict().items()}
 """GACA's defaults (``AdvantageConfig``, docs/estimator.md): what a variant's ``overrides`` differ from."""
@@ -73,6 +73,14 @@ def canonical_config(config: Mapping[str, object]) -> ConfigKey:
     return tuple(sorted((key, value) for key, value in identity(config).items() if key.startswith("algorithm.")))
 
 
+def number(config: Mapping[str, object], key: str) -> float:
+    """The numeric param ``key`` of a dotted config (a number, or its text); raises ``TypeError`` otherwise."""
+    value = config[key]
+    if not isinstance(value, (int, float, str)):
+        raise TypeError(f"{key} is {value!r}, not a number")
+    return float(value)
+
+
 def setting(config: Mapping[str, object]) -> dict[str, object]:
     """Everything in a config's ``identity`` but the estimator and the seed: what must be equal
     among the runs compared in one table (the environment, the model, the trainer)."""
@@ -115,15 +123,54 @@ class Block:
     report's cells follow the runs found)."""
 
     def variant(self, name: str) -> Variant:
+        """The row named ``name`` (names are unique in a block: ``_block`` disambiguates them)."""
         for variant in self.variants:
             if variant.name == name:
                 return variant
         raise KeyError(f"block {self.name!r} has no variant {name!r}; known: {[v.name for v in self.variants]}")
 
+    def at(self, overrides: Mapping[str, object] | None = None) -> Variant:
+        """The row whose estimator is ``DEFAULT_CONFIG`` with ``overrides`` (dotted ``algorithm.*``
+        keys), compared by ``canonical_config``: a row found by what it runs, not by its name or place.
+        Raises ``KeyError`` when the block has no such row."""
+        key = canonical_config({**DEFAULT_CONFIG, **(overrides or {})})
+        for variant in self.variants:
+            if variant.key() == key:
+                return variant
+        raise KeyError(f"block {self.name!r} has no row running {dict(overrides or {})!r} on the defaults")
+
+    def default(self) -> Variant:
+        """The adaptive default: the row whose estimator is ``AdvantageConfig()``'s (``DEFAULT_CONFIG``)."""
+        return self.at()
+
+    def estimator(self, method: str) -> Variant:
+        """The row of estimator ``method`` with every other default (a column of Table 1)."""
+        return self.at({"algorithm.method": method})
+
     def variant_of(self, config: Mapping[str, Any]) -> Variant | None:
         """The row whose estimator a composed (nested) run config runs, or None."""
         key = canonical_config(_parsed(config))
         return next((variant for variant in self.variants if variant.key() == key), None)
+
+
+def default_key() -> ConfigKey:
+    """``canonical_config`` of ``DEFAULT_CONFIG``: the adaptive default's estimator, the ablations' reference."""
+    return canonical_config(DEFAULT_CONFIG)
+
+
+def default_method() -> str:
+    """The estimator of ``AdvantageConfig()`` (GACA in the paper)."""
+    return str(DEFAULT_CONFIG["algorithm.method"])
+
+
+def baseline_method() -> str:
+    """The estimator just below the default's in ``claimed_order()`` (GiGPO in the paper): what
+    Table 1's gain and the sample-efficiency target compare the default with."""
+    order = claimed_order()
+    position = order.index(default_method())
+    if position == 0:
+        raise ValueError(f"{default_method()!r} is the lowest of the claimed order {order}: it has no baseline")
+    return order[position - 1]
 
 
 # --- presentation: how each block's rows are named, labelled and ordered -------------------------
@@ -153,12 +200,12 @@ def _detector(config: Mapping[str, object]) -> Label:
 def _lambda0(config: Mapping[str, object]) -> Label:
     if config["algorithm.alpha_lambda"] or config["algorithm.beta_lambda"]:
         return ADAPTIVE
-    value = float(config["algorithm.lambda0"])  # type: ignore[arg-type]
+    value = number(config, "algorithm.lambda0")
     return f"lambda0={value:g}", f"lambda0 = {value:g}", rf"$\lambda_0 = {value:g}$"
 
 
 def _modulation(config: Mapping[str, object]) -> Label:
-    value = float(config["algorithm.alpha_lambda"])  # type: ignore[arg-type]
+    value = number(config, "algorithm.alpha_lambda")
     return (
         f"modulation={value:g}",
         f"alpha_lambda = beta_lambda = {value:g}",
@@ -167,7 +214,7 @@ def _modulation(config: Mapping[str, object]) -> Label:
 
 
 def _alpha_c(config: Mapping[str, object]) -> Label:
-    value = float(config["algorithm.alpha_c"])  # type: ignore[arg-type]
+    value = number(config, "algorithm.alpha_c")
     return f"alpha_c={value:g}", f"alpha_c = {value:g}", rf"$\alpha_c = {value:g}$"
 
 
@@ -201,18 +248,19 @@ SETTING_KEYS = ("seed", "env", "model")
 
 def _expand(names: tuple[str, ...]) -> dict[str, Block]:
     """The blocks ``names`` from their sweep files: every grid point expanded by the orchestration
-    (``gaca.orchestration.blocks.expand``) and composed as its job composes it."""
+    (``gaca.orchestration.block_files.expand``) and composed as its job composes it."""
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from gaca.orchestration.blocks import SWEEPS_DIR, expand, load_block
+    from gaca.orchestration.block_files import SWEEPS_DIR, expand, load_block
     from gaca.orchestration.session import HydraSession
 
-    session = HydraSession("local", [], [SWEEPS_DIR.parent], Path("unused"), job_name="report")
+    files = {name: load_block(name) for name in names}
+    search_path = list(dict.fromkeys([*(sweep.search_path for sweep in files.values()), SWEEPS_DIR.parent]))
+    session = HydraSession("local", [], search_path, Path("unused"), job_name="report")
     blocks = {}
     try:
-        for name in names:
-            sweep = load_block(name)
+        for name, sweep in files.items():
             composed: dict[tuple[str, ...], dict[str, object]] = {}
             seeds: set[int] = set()
             for run in expand(sweep, _every_method(sweep) if name == MAIN_BLOCK else []):
@@ -220,14 +268,14 @@ def _expand(names: tuple[str, ...]) -> dict[str, Block]:
                 seeds.update(int(override.split("=", 1)[1]) for override in run if override.startswith("seed="))
                 if point not in composed:
                     config = OmegaConf.to_container(session.compose([*sweep.base_overrides(), *point]), resolve=True)
-                    composed[point] = _parsed(config)
+                    composed[point] = _parsed(cast(dict[str, Any], config))
             blocks[name] = _block(name, list(composed.values()), tuple(sorted(seeds)))
     finally:
         GlobalHydra.instance().clear()
     return blocks
 
 
-def _every_method(sweep: sweeps.Block) -> list[str]:
+def _every_method(sweep: block_files.Block) -> list[str]:
     """The override that adds every registered estimator the main sweep file does not list to its
     ``algorithm`` dimension (each composed from its own ``algorithm/NAME.yaml`` on the config search path)."""
     listed = [value for grid in sweep.grids for key, value in grid if key == "algorithm"]
@@ -236,19 +284,22 @@ def _every_method(sweep: sweeps.Block) -> list[str]:
 
 
 def _block(name: str, configs: list[dict[str, object]], seeds: tuple[int, ...]) -> Block:
+    """One row per distinct ``canonical_config`` of ``configs``, labelled by the block's ``Rows``
+    (a row of another estimator than the default's by that estimator's label), colliding labels
+    told apart by what differs (``_distinct``)."""
     rows = PRESENTATION[name]
-    variants: dict[ConfigKey, Variant] = {}
+    labelled: dict[ConfigKey, tuple[Label, dict[str, object]]] = {}
     for config in configs:
         key = canonical_config(config)
-        if key not in variants:
-            row, label, latex = rows.label(config)
+        if key not in labelled:
+            other_method = name != MAIN_BLOCK and config["algorithm.method"] != default_method()
             overrides = {
                 k: config[k] for k in DEFAULT_CONFIG if normalize(config.get(k)) != normalize(DEFAULT_CONFIG[k])
             }
-            variants[key] = Variant(row, label, latex, overrides)
-    ordered = sorted(
-        variants.values(), key=lambda v: rows.order.index(v.name) if v.name in rows.order else len(rows.order)
-    )
+            labelled[key] = (_method(config) if other_method else rows.label(config), overrides)
+    variants = [Variant(*label, overrides) for label, overrides in _distinct(labelled).values()]
+    order = methods() if name == MAIN_BLOCK else rows.order
+    ordered = sorted(variants, key=lambda v: order.index(v.name) if v.name in order else len(order))
     return Block(
         name=name,
         title=rows.title,
@@ -257,6 +308,27 @@ def _block(name: str, configs: list[dict[str, object]], seeds: tuple[int, ...]) 
         scales=tuple(dict.fromkeys(str(config["model.name"]) for config in configs)),
         seeds=seeds,
     )
+
+
+def _distinct(
+    labelled: Mapping[ConfigKey, tuple[Label, dict[str, object]]],
+) -> dict[ConfigKey, tuple[Label, dict[str, object]]]:
+    """``labelled`` with every row whose name would repeat an earlier row's given the keys of its
+    ``canonical_config`` that differ from that row's (``, key=value``), so that every row of a block
+    reads differently in tables, legends and claims. Rows are in the sweep file's order."""
+    first: dict[str, ConfigKey] = {}
+    distinct = {}
+    for key, ((name, label, latex), overrides) in labelled.items():
+        if name in first:
+            earlier = dict(first[name])
+            differing = [f"{k.removeprefix('algorithm.')}={v}" for k, v in key if k in earlier and earlier[k] != v] or [
+                f"{k.removeprefix('algorithm.')}={v}" for k, v in key if k not in earlier
+            ]
+            suffix = ", " + ", ".join(differing)
+            name, label, latex = name + suffix.replace(" ", ""), label + suffix, latex + suffix.replace("_", r"\_")
+        first.setdefault(name, key)
+        distinct[key] = ((name, label, latex), overrides)
+    return distinct
 
 
 @dataclass(frozen=True)

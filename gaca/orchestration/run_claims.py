@@ -87,7 +87,8 @@ def dispatch_claimed(
     status = 0
     pending = runs
     while pending:
-        mine, others = [], []
+        mine: list[tuple[PlannedRun, str | None]] = []
+        others: list[tuple[PlannedRun, str | None]] = []
         for run in pending:
             holder = claims.take(run)
             (mine if holder is None else others).append((run, holder))

@@ -1,5 +1,6 @@
 """The paper's qualitative claims (Section 4), each checked on the runs with its numbers, a 95%
-interval, its power and a verdict (the rule is ``VERDICT_RULE``, also printed at the top of claims.md).
+interval, its power and a verdict (the rule is ``analysis.claims_text.VERDICT_RULE``, printed at the
+top of claims.md; ``analysis.claims_text`` writes them).
 """
 
 from __future__ import annotations
@@ -12,53 +13,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis import sequential, stats
-from analysis.blocks import DEFAULT_CONFIG, Block, Variant, get_block, report_blocks
-from analysis.cells import CellKey, CellResult, Comparison, Plan, compare
-from analysis.latex import escape
+from analysis import sequential_design, stats
+from analysis.block_rows import DEFAULT_CONFIG, Block, Variant, get_block, number, report_blocks
+from analysis.cells import CellKey, CellResult, Plan, compare
+from analysis.comparison import Comparison
 from gaca.estimators.registry import claimed_order, estimator_label
 
 HOLDS, CONTRADICTED, INCONCLUSIVE, MISSING = "holds", "contradicted", "inconclusive", "missing runs"
-EQUIVALENT = sequential.EQUIVALENT
+EQUIVALENT = sequential_design.EQUIVALENT
 """A verdict on "a > b" (or a claim all of whose parts are) shown inside the margin by two one-sided tests."""
 MARGIN_POINTS = 100 * stats.EQUIVALENCE_MARGIN
 ALPHA_POINTS = 100 * stats.ALPHA
-VERDICT_RULE = f"""\
-Verdict rule. Every comparison is a test of the mean of its per-seed differences a - b (paired by
-seed; cells that share no seed, the k-th seed of each), which lie in [-1, 1] whatever shape the runs'
-outcomes take (learning or collapsing included): a test by betting (Waudby-Smith and Ramdas 2023,
-docs/sequential.md) that keeps its level for any bounded outcomes and at every seed count. A claim
-of k comparisons tests each at {ALPHA_POINTS:g}% / k (Bonferroni), so the chance that any of its
-parts is decided falsely is at most {ALPHA_POINTS:g}%; the claims of a block are not corrected
-against each other (each claim keeps its own {ALPHA_POINTS:g}%).
-
-- "a > b" **holds** when "a - b > 0" is shown at {ALPHA_POINTS / 2:g}% / k, is **contradicted** when
-  "a - b < 0" is, is **equivalent** when both "a - b > -{MARGIN_POINTS:g} pts" and "a - b <
-  +{MARGIN_POINTS:g} pts" are shown, each at {ALPHA_POINTS:g}% / k (two one-sided tests, TOST), and
-  is otherwise **inconclusive**; the interval shown is the 1 - {ALPHA_POINTS:g}% / k interval of
-  the same test.
-- "a does not improve on b" (alpha_c) **holds** when "the gain is below +{MARGIN_POINTS:g} pts" is
-  shown at {ALPHA_POINTS:g}% / k (one one-sided test; the line adds whether the variants are also
-  equivalent within ±{MARGIN_POINTS:g} by TOST, or a is worse), is **contradicted** when "the gain
-  is above +{MARGIN_POINTS:g} pts" is shown, and is otherwise inconclusive.
-- **missing runs**: a cell it needs has no runs, or lacks a seed that its block ran for other cells.
-
-A claim is contradicted if any part is, holds if all hold, is equivalent only if all its parts are,
-and is otherwise inconclusive (or missing runs). The lambda0 sweep is concave with an interior
-optimum when its middle point beats both endpoints (two comparisons).
-
-With few seeds this test decides only large differences: with 15 seeds that all show the same gain
-d, "a > b" holds once d is about 28 points, and "does not help" or "equivalent" within
-±{MARGIN_POINTS:g} points need about 99 seeds; no test that is valid for every shape of bounded
-outcomes can do better (docs/sequential.md). P(a > b) is the fraction of seed pairs in which a
-scored higher (ties half; rliable's probability of improvement), with the one-sided exact
-Mann-Whitney p of that ranking; it is not the probability that a is the better method. The power
-lines are those of a t test with the measured seed- and task-level variance (it assumes normal seed
-means, so it is what the verdicts' test can reach at best).
-
-A block run with `gaca sweep BLOCK --until-decided` is judged by the same tests read after each of
-its rounds (its design is stated above the table when its runs carry one): each comparison keeps
-the verdict of the first look that showed one."""
 LAMBDA_TOLERANCE = 0.01
 """How far the mean lambda may sit from lambda0 and still "equal" it (clamping moves it slightly)."""
 CLAMP_LIMIT = 0.01
@@ -109,10 +74,10 @@ def combine(verdicts: Sequence[str]) -> str:
 
 
 VERDICTS = {
-    sequential.HOLDS: HOLDS,
-    sequential.CONTRADICTED: CONTRADICTED,
-    sequential.EQUIVALENT: EQUIVALENT,
-    sequential.CONTINUE: INCONCLUSIVE,
+    sequential_design.HOLDS: HOLDS,
+    sequential_design.CONTRADICTED: CONTRADICTED,
+    sequential_design.EQUIVALENT: EQUIVALENT,
+    sequential_design.CONTINUE: INCONCLUSIVE,
 }
 """A test's decision as a claim verdict (undecided: inconclusive)."""
 
@@ -122,16 +87,16 @@ def test(comparison: Comparison, kind: str, parts: int = 1) -> tuple[str, str]:
     comparisons of its claim) and what the line says about it: the interval of its test, and for
     ``NO_GAIN`` whether the variants are equivalent within the margin or a is worse."""
     differences = comparison.differences
-    level = sequential.claim_level(stats.ALPHA, parts)
+    level = sequential_design.claim_level(stats.ALPHA, parts)
     if differences.size < 2:
         return INCONCLUSIVE, f"not tested: {_NO_INTERVAL}"
-    low, high = sequential.interval(differences, level)
+    low, high = sequential_design.interval(differences, level)
     shown = f"{100 * (1 - level):.3g}% interval [{100 * low:+.2f}, {100 * high:+.2f}] (betting)"
     verdict = VERDICTS[
-        str(sequential.run_fixed(differences[None], stats.ALPHA, stats.EQUIVALENCE_MARGIN, kind, parts)[0])
+        str(sequential_design.run_fixed(differences[None], stats.ALPHA, stats.EQUIVALENCE_MARGIN, kind, parts)[0])
     ]
-    if kind == sequential.NO_GAIN and verdict == HOLDS:
-        inside = sequential.tost_equivalent(differences[None], level, stats.EQUIVALENCE_MARGIN)[0, -1]
+    if kind == sequential_design.NO_GAIN and verdict == HOLDS:
+        inside = sequential_design.tost_equivalent(differences[None], level, stats.EQUIVALENCE_MARGIN)[0, -1]
         points = f"{MARGIN_POINTS:g} pts"
         shown += f"; {'equivalent within ±' + points + ' (TOST)' if inside else 'gain below +' + points}"
     return verdict, shown
@@ -192,10 +157,10 @@ class _Check:
     """(a's name, b's name, the comparison, its kind)."""
 
     def greater(self, a_name: str, a: CellResult, b_name: str, b: CellResult) -> None:
-        self.made.append((a_name, b_name, compare(a, b), sequential.GREATER))
+        self.made.append((a_name, b_name, _compared(a, b), sequential_design.GREATER))
 
     def no_gain(self, a_name: str, a: CellResult, b_name: str, b: CellResult) -> None:
-        self.made.append((a_name, b_name, compare(a, b), sequential.NO_GAIN))
+        self.made.append((a_name, b_name, _compared(a, b), sequential_design.NO_GAIN))
 
     def claim(self, statement: str, notes: Sequence[str] = ()) -> Claim:
         numbers = list(self.numbers)
@@ -208,6 +173,14 @@ class _Check:
         comparisons = [(f"{a} − {b}", comparison) for a, b, comparison, _ in self.made]
         kinds = [kind for *_, kind in self.made]
         return Claim(statement, combine(verdicts), numbers, list(notes), comparisons, kinds)
+
+
+def _compared(a: CellResult, b: CellResult) -> Comparison:
+    """``compare(a, b)`` of two cells that ``_missing`` found run."""
+    comparison = compare(a, b)
+    if comparison is None:
+        raise ValueError(f"{a.key} or {b.key} has no runs: a claim compares only cells with runs")
+    return comparison
 
 
 def ordered(statement: str, named: Sequence[tuple[str, CellResult]]) -> Claim:
@@ -223,18 +196,21 @@ def ordered(statement: str, named: Sequence[tuple[str, CellResult]]) -> Claim:
 
 def detector_order(evidence: Evidence) -> Claim:
     block = get_block("detector")
-    named = [(name, evidence.cell(block, block.variant(name))) for name in ("random", "uniform", "entropy")]
+    named = [
+        (name, evidence.cell(block, block.at({"algorithm.detector": name})))
+        for name in ("random", "uniform", "entropy")
+    ]
     return ordered("Detector: random < uniform < entropy (Section 4.3)", named)
 
 
 def _sweep(evidence: Evidence) -> tuple[list[tuple[float, str, CellResult]], CellResult]:
     block = get_block("lambda0")
     points = [
-        (float(v.config()["algorithm.lambda0"]), v.name, evidence.cell(block, v))
+        (number(v.config(), "algorithm.lambda0"), v.name, evidence.cell(block, v))
         for v in block.variants
         if v.config()["algorithm.alpha_lambda"] == 0.0
     ]
-    return points, evidence.cell(block, block.variant("gaca"))
+    return points, evidence.cell(block, block.default())
 
 
 def _present(points: list[tuple[float, str, CellResult]]) -> tuple[list[tuple[float, str, CellResult]], list[str]]:
@@ -306,7 +282,7 @@ def modulation_gives_back(evidence: Evidence) -> Claim:
 
 def alpha_c_does_not_help(evidence: Evidence) -> Claim:
     block = get_block("alpha_c")
-    pure = block.variant("alpha_c=1")
+    pure = block.at({"algorithm.alpha_c": 1.0})
     fused = [v for v in block.variants if v is not pure]
     statement = "alpha_c < 1 does not help with a sparse reward (Section 4.3)"
     named = [(pure.name, evidence.cell(block, pure))] + [(v.name, evidence.cell(block, v)) for v in fused]
@@ -329,7 +305,7 @@ def main_order(evidence: Evidence) -> Claim:
     main = report_blocks().main
     for env, scale in evidence.plan.settings(main):
         named = [
-            (f"{estimator_label(m)} {env}/{scale}", evidence.cells[evidence.plan.cell(main.variant(m), env, scale)])
+            (f"{estimator_label(m)} {env}/{scale}", evidence.cells[evidence.plan.cell(main.estimator(m), env, scale)])
             for m in order
         ]
         if all(result.n == 0 for _, result in named):
@@ -350,13 +326,13 @@ def main_order(evidence: Evidence) -> Claim:
 def gate_in_linear_regime(evidence: Evidence) -> Claim:
     """On GACA's default cell in every requested setting (it is a row of every block)."""
     statement = "The mean lambda equals lambda0 and under 1% of steps sit at a clamp (Section 4.4, Table 7)"
-    lambda0 = float(DEFAULT_CONFIG["algorithm.lambda0"])
+    lambda0 = number(DEFAULT_CONFIG, "algorithm.lambda0")
     numbers: list[str] = []
     notes: list[str] = []
     verdicts = []
     settings = dict.fromkeys(setting for block in evidence.plan.blocks for setting in evidence.plan.settings(block))
     for env, scale in settings:
-        cell = evidence.cells[evidence.plan.cell(report_blocks().main.variant("gaca"), env, scale)]
+        cell = evidence.cells[evidence.plan.cell(report_blocks().main.default(), env, scale)]
         if cell.n == 0:
             continue
         rows = evidence.diagnostics.loc[evidence.diagnostics["run_id"].isin(cell.run_ids)]
@@ -410,139 +386,3 @@ CLAIMS: Mapping[str, tuple[tuple[str, ...], Callable[[Evidence], Claim]]] = {
 def check(evidence: Evidence) -> list[Claim]:
     requested = {block.name for block in evidence.plan.blocks}
     return [claim(evidence) for needs, claim in CLAIMS.values() if set(needs) <= requested]
-
-
-def power_rows(claims: Sequence[Claim]) -> list[tuple[int, str, str, int, str, list[str]]]:
-    """Per comparison behind a verdict: claim number, ``a − b``, pairing, seeds, the minimum
-    detectable effect in points, and the seeds each ``stats.DETECTION_TARGETS`` needs."""
-    rows = []
-    for number, claim in enumerate(claims, 1):
-        for name, comparison in claim.comparisons:
-            effect = comparison.minimum_detectable_effect
-            needed = [comparison.seeds_needed(target) for target in stats.DETECTION_TARGETS]
-            rows.append(
-                (
-                    number,
-                    name,
-                    comparison.pairing,
-                    comparison.seeds,
-                    "n/a" if math.isnan(effect) else f"{100 * effect:.1f}",
-                    ["n/a" if n is None else str(n) for n in needed],
-                )
-            )
-    return rows
-
-
-def _target_headings() -> list[str]:
-    return [f"seeds, {100 * target:g} pts" for target in stats.DETECTION_TARGETS]
-
-
-def markdown(claims: Sequence[Claim], header: Sequence[str], efficiency: pd.DataFrame | None) -> str:
-    """claims.md: a verdict table, the power of every comparison, each claim's numbers, then the
-    sample-efficiency numbers."""
-    lines = ["# The paper's claims, checked on the runs", "", *header, "", VERDICT_RULE, ""]
-    lines += ["| # | Claim | Verdict |", "| --- | --- | --- |"]
-    lines += [f"| {i} | {claim.statement} | **{claim.verdict}** |" for i, claim in enumerate(claims, 1)]
-    rows = power_rows(claims)
-    if rows:
-        lines += [
-            "",
-            "## Power of each comparison",
-            "",
-            "Smallest difference detected at 80% power (two-sided alpha 0.05) with the seeds at hand, and the "
-            "seeds per cell a 3- and a 5-point difference need, from the measured variance (power of the t test, "
-            "which assumes normal seed means: the verdicts' test, valid for any bounded outcomes, needs more; "
-            "see the verdict rule).",
-            "",
-            "| # | Comparison | Pairing | Seeds | Detectable (pts) | " + " | ".join(_target_headings()) + " |",
-            "| --- | --- | --- | ---: | ---: | " + " | ".join("---:" for _ in stats.DETECTION_TARGETS) + " |",
-        ]
-        lines += [
-            f"| {n} | {name} | {pairing} | {seeds} | {effect} | " + " | ".join(needed) + " |"
-            for n, name, pairing, seeds, effect, needed in rows
-        ]
-    for i, claim in enumerate(claims, 1):
-        lines += ["", f"## {i}. {claim.statement}", "", f"Verdict: **{claim.verdict}**", ""]
-        lines += [f"- {line}" for line in claim.numbers]
-        lines += [f"- note: {note}" for note in claim.notes]
-    if efficiency is not None and not efficiency.empty:
-        lines += [
-            "",
-            "## Sample efficiency (no verdict)",
-            "",
-            "Iterations the seed-mean evaluation curve needs to reach GiGPO's peak:",
-            "",
-        ]
-        lines += ["| Setting | GiGPO's peak (%) | Method | Iterations |", "| --- | --- | --- | --- |"]
-        for row in efficiency.itertuples(index=False):
-            reached = "not reached" if math.isnan(row.iterations) else f"{row.iterations:g}"
-            lines.append(
-                f"| {row.env}/{row.scale} | {100 * row.target:.2f} | {estimator_label(row.method)} | {reached} |"
-            )
-    return "\n".join(lines) + "\n"
-
-
-CAPTION = (
-    "Each comparison is a test by betting of the mean per-seed difference, valid for bounded outcomes of any "
-    f"shape; a claim of k comparisons tests each at {ALPHA_POINTS:g}%/k (Bonferroni), so any false decision "
-    f"among its parts has probability at most {ALPHA_POINTS:g}%; the claims of a block are not corrected against "
-    "each other. Holds / contradicted: a > b / a < b shown; equivalent: all parts inside "
-    f'±{MARGIN_POINTS:g} points by two one-sided tests; "does not help": a gain below +{MARGIN_POINTS:g} points '
-    "shown; inconclusive: none shown."
-)
-"""The verdict rule in one caption (claims.md states it in full, ``VERDICT_RULE``)."""
-SEQUENTIAL_VERDICTS = (
-    "A block run until decided takes each comparison's verdict from the first of its rounds that showed one (its "
-    "design is stated with the data)."
-)
-
-
-def latex_table(claims: Sequence[Claim], sequential: bool = False) -> str:
-    """The verdicts, then the power of each comparison, as booktabs tables for report.tex;
-    ``sequential``: some block's verdicts are its sequential design's."""
-    rows = [rf"{i} & {escape(claim.statement)} & \textbf{{{claim.verdict}}} \\" for i, claim in enumerate(claims, 1)]
-    lines = [
-        r"\begin{table}[H]",
-        r"\centering",
-        r"\small",
-        r"\caption*{The paper's qualitative claims checked on the runs (numbers and intervals in claims.md). "
-        + escape(CAPTION)
-        + (" " + escape(SEQUENTIAL_VERDICTS) if sequential else "")
-        + "}",
-        r"\begin{tabular}{rp{0.68\linewidth}l}",
-        r"\toprule",
-        r"\# & Claim & Verdict \\",
-        r"\midrule",
-        *rows,
-        r"\bottomrule",
-        r"\end{tabular}",
-        r"\end{table}",
-        "",
-    ]
-    power = power_rows(claims)
-    if power:
-        headings = " & ".join(escape(heading) for heading in _target_headings())
-        lines += [
-            r"\begin{table}[H]",
-            r"\centering",
-            r"\small",
-            r"\caption*{Power of each comparison behind a verdict: the smallest difference detected at 80\% power "
-            r"(two-sided $\alpha = 0.05$) with the seeds at hand, and the seeds per cell a 3- and a 5-point "
-            r"difference need, from the measured seed- and task-level variance (power of the t test, which "
-            r"assumes normal seed means; the verdicts' test needs more).}",
-            r"\footnotesize",
-            r"\begin{tabular}{rp{0.36\linewidth}lrr" + "r" * len(stats.DETECTION_TARGETS) + "}",
-            r"\toprule",
-            rf"\# & Comparison & Pairing & Seeds & Detects (pts) & {headings} \\",
-            r"\midrule",
-            *(
-                rf"{n} & {escape(name)} & {escape(pairing.removeprefix('paired by '))} & {seeds} & {effect} & "
-                rf"{' & '.join(needed)} \\"
-                for n, name, pairing, seeds, effect, needed in power
-            ),
-            r"\bottomrule",
-            r"\end{tabular}",
-            r"\end{table}",
-            "",
-        ]
-    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""The sequential design (``analysis.sequential``) applied to a block's claims: its looks replayed on
+"""The sequential design (``analysis.sequential_design``) applied to a block's claims: its looks replayed on
 the seeds the cells have, each comparison tested at each look (at alpha over its claim's number of
 comparisons) until one shows a verdict.
 
@@ -19,12 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis import claims as claims_module
-from analysis import sequential
-from analysis.blocks import Block
-from analysis.cells import CellKey, CellResult, Comparison, Plan
-from analysis.claims import INCONCLUSIVE, MISSING, VERDICTS, Claim, Evidence
-from analysis.sequential import CONTINUE, Schedule
+from analysis import paper_claims, sequential_design
+from analysis.block_rows import Block
+from analysis.cells import CellKey, CellResult, Plan
+from analysis.comparison import Comparison
+from analysis.paper_claims import INCONCLUSIVE, MISSING, VERDICTS, Claim, Evidence
+from analysis.sequential_design import CONTINUE, Schedule
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def replay(
     names: Mapping[CellKey, str],
 ) -> Replay:
     """The looks of ``schedule`` replayed in order; ``functions`` make the block's claims
-    (``claims.CLAIMS``), ``names`` are the block's cells with their row names.
+    (``paper_claims.CLAIMS``), ``names`` are the block's cells with their row names.
 
     Look k is made for a comparison once both of its cells have seeds 0 .. n_k - 1 (a round cut
     short, or a cell whose comparisons were all decided and that the rounds stopped running, makes
@@ -148,7 +148,7 @@ def replay(
         claims_now = [function(restricted) for function in functions]
         made_here = False
         for claim in claims_now:
-            level = sequential.claim_level(schedule.alpha, len(claim.comparisons))
+            level = sequential_design.claim_level(schedule.alpha, len(claim.comparisons))
             for (name, comparison), kind in zip(claim.comparisons, claim.kinds):
                 key = (claim.statement, name)
                 if key in states and states[key].decided:
@@ -156,8 +156,8 @@ def replay(
                 if comparison.seeds < n:
                     continue  # this look is not made for it: a cell lacks some of seeds 0 .. n - 1
                 made_here = True
-                low, high = sequential.interval(comparison.differences, level)
-                made = str(sequential.shown(comparison.differences[None], kind, level, schedule.margin)[0, -1])
+                low, high = sequential_design.interval(comparison.differences, level)
+                made = str(sequential_design.shown(comparison.differences[None], kind, level, schedule.margin)[0, -1])
                 if claim.verdict == MISSING:
                     made = CONTINUE
                 states[key] = Tested(
@@ -188,7 +188,7 @@ def _adjust(claim: Claim, states: Mapping[tuple[str, str], Tested]) -> Claim:
     if claim.verdict == MISSING or not claim.comparisons:
         return claim
     tested = [states.get((claim.statement, name)) for name, _ in claim.comparisons]
-    verdict = claims_module.combine([INCONCLUSIVE if t is None else VERDICTS[t.decision] for t in tested])
+    verdict = paper_claims.combine([INCONCLUSIVE if t is None else VERDICTS[t.decision] for t in tested])
     notes = [*claim.notes, "sequential verdict (the fixed-n intervals above are not what decides it):"]
     lines = [
         f"{name}: no look made (its cells never had the first look's seeds together)" if t is None else t.line()
@@ -200,7 +200,7 @@ def _adjust(claim: Claim, states: Mapping[tuple[str, str], Tested]) -> Claim:
 def repeated_interval(schedule: Schedule, comparison: Comparison) -> tuple[float, float, float]:
     """``comparison``'s interval at the design's level over all its paired seeds (``sequential.interval``,
     valid at whichever look the rounds stopped, as the decisions are): (low, high, its level)."""
-    return (*sequential.interval(comparison.differences, schedule.alpha), schedule.alpha)
+    return (*sequential_design.interval(comparison.differences, schedule.alpha), schedule.alpha)
 
 
 STAND_IN_SUCCESS = (0.4, 0.5, 0.6)
@@ -229,8 +229,8 @@ def rows_compared(
 
 
 def block_claim_names(block: str) -> dict[str, Callable[[Evidence], Claim]]:
-    """The claims that a block's comparisons make (``claims.CLAIMS`` naming only that block), by name."""
-    return {name: function for name, (needs, function) in claims_module.CLAIMS.items() if needs == (block,)}
+    """The claims that a block's comparisons make (``paper_claims.CLAIMS`` naming only that block), by name."""
+    return {name: function for name, (needs, function) in paper_claims.CLAIMS.items() if needs == (block,)}
 
 
 def block_claims(block: str) -> list[Callable[[Evidence], Claim]]:
@@ -239,7 +239,7 @@ def block_claims(block: str) -> list[Callable[[Evidence], Claim]]:
 
 def decidable_blocks() -> list[str]:
     """The blocks whose claims make comparisons (``block_claims`` is not empty)."""
-    return sorted({needs[0] for needs, _ in claims_module.CLAIMS.values() if len(needs) == 1})
+    return sorted({needs[0] for needs, _ in paper_claims.CLAIMS.values() if len(needs) == 1})
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Run seeds in rounds and decide each comparison as soon as its evidence allows, at a level that
 holds however many looks are made and whatever shape the per-seed outcomes have.
 
-Pure functions of arrays, no I/O (``gaca.orchestration.sequential`` runs the rounds,
-``analysis.sequential_claims`` replays them on logged runs, ``analysis.claims`` uses the same test
+Pure functions of arrays, no I/O (``gaca.orchestration.until_decided`` runs the rounds,
+``analysis.sequential_replay`` replays them on logged runs, ``analysis.paper_claims`` uses the same test
 at a fixed seed count).
 
 **The test.** A comparison's outcome per seed is a paired difference of two success rates, bounded

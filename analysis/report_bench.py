@@ -1,11 +1,11 @@
-"""Benchmark of ``gaca report`` on a store of 500 runs with their curves (``python -m analysis.bench``).
+"""Benchmark of ``gaca report`` on a store of 500 runs with their curves (``python -m analysis.report_bench``).
 
 Fills a SQLite store with synthetic runs that follow the tracking contract (every metric, an
 outcome file per evaluation, the criticality histogram), shaped like the paper's results, then
 times each reading phase and the whole report. Logging the store is not part of the measurement.
 
-    python -m analysis.bench                         # 500 runs in a temporary store
-    python -m analysis.bench --store bench-store --pdf   # keep the store (reused next time), time the PDF too
+    python -m analysis.report_bench                         # 500 runs in a temporary store
+    python -m analysis.report_bench --store bench-store --pdf   # keep the store (reused next time), time the PDF too
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 from mlflow.tracking import MlflowClient
 
 from analysis import cells, collect, report
-from analysis.blocks import report_blocks
+from analysis.block_rows import report_blocks
 from analysis.synthetic import DIAGNOSTICS, SyntheticRun, log_runs
 from gaca import contract
 
@@ -58,7 +58,7 @@ DUPLICATES = 8
 def plan_runs(total: int, iterations: int) -> list[SyntheticRun]:
     """``total`` runs: every cell of every block with as many seeds as fit, plus unfinished runs and
     older duplicates (which the report must exclude)."""
-    configurations = [
+    configurations: list[tuple[str, str, str, dict[str, object], float]] = [
         (method, env, scale, {}, rate) for (env, scale), rates in MAIN_SUCCESS.items() for method, rate in rates.items()
     ]
     blocks = report_blocks()
@@ -116,7 +116,7 @@ def timed(function, *args):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m analysis.report_bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=500, help="runs in the store (default 500)")
     parser.add_argument("--iterations", type=int, default=50, help="training iterations per run (default 50)")
     parser.add_argument("--store", type=Path, help="keep the store in this folder and reuse it if it has the runs")
