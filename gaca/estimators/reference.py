@@ -14,10 +14,12 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gaca.estimators.config import AdvantageConfig, Conventions
 from gaca.estimators.registry import DETECTORS, ESTIMATORS, DetectorSpec, EstimatorSpec
+
+if TYPE_CHECKING:  # the registry imports this module with the specs: no NumPy there
+    from gaca.estimators.config import AdvantageConfig, Conventions
 
 
 def _normalize(x: float, xs: Sequence[float], config: AdvantageConfig, one_element_raw: bool = False) -> float:

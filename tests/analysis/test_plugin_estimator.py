@@ -35,7 +35,7 @@ ESTIMATOR = '''
 """HalfGate: GACA with the gate's base weight halved (the episode level weighs more)."""
 import dataclasses
 
-from gaca.estimators.methods import gaca
+from gaca.estimators.methods.paper import gaca
 from gaca.estimators.reference import gaca_reference
 from gaca.estimators.registry import ESTIMATORS, EVERY_ESTIMATOR_READS, GATE_READS, STEP_LEVEL_READS, EstimatorSpec
 

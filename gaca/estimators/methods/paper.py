@@ -1,11 +1,10 @@
-"""The built-in estimators, detectors and group normalisations, each registered by name with its spec.
+"""The paper's estimators (GRPO, GiGPO, GACA), detectors and group normalisations, each registered with its spec.
 
 An estimator is its function and its ``EstimatorSpec`` in one place: the ``ESTIMATORS.register``
 decorator over the function, the spec naming its plain-loop reference (``gaca.estimators.reference``).
 ``gaca.estimators.registry`` imports this module on the first lookup, so it must not import torch:
 the estimators take their vectorized building blocks (``gaca.estimators.core``) when first called,
-and the detectors and normalisations, all torch, are declared by import path. A new estimator
-goes here (or in a plugin module) the same way; docs/extending.md walks through one.
+and the detectors and normalisations, all torch, are declared by import path.
 """
 
 from __future__ import annotations
