@@ -132,7 +132,7 @@ def convention_effects(batch: dict[str, Any], penalty: float = 0.1) -> list[tupl
 
 def every_estimator() -> dict[str, AdvantageConfig]:
     """Each registered estimator by name; a gated one once per detector (``gaca/entropy``, ...)."""
-    variants = {}
+    variants: dict[str, AdvantageConfig] = {}
     for method in ESTIMATORS.in_order():
         if ESTIMATORS.spec(method).gated:
             variants |= {f"{method}/{d}": AdvantageConfig(method=method, detector=d) for d in DETECTORS.in_order()}
