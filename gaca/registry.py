@@ -1,9 +1,11 @@
 """A small name -> object registry, the one way the project chooses implementations by name.
 
 An entry may carry a spec (what it reads and needs), which validation, run identity and the
-analysis read instead of keeping their own lists. An entry may also be declared by its import path
-(``"package.module:attribute"``): its spec is known at once and the module (with torch) is imported
-only when the entry itself is asked for.
+analysis read instead of keeping their own lists. A registry may name its home: the module whose
+import registers the built-in entries (each function beside its spec, by ``register``), imported on
+the first lookup. An entry may also be declared by its import path (``"package.module:attribute"``):
+its spec is known at once and the module (with torch) is imported only when the entry itself is
+asked for.
 
 Names unknown to a registry are looked up once in the installed plugins: every entry point of the
 group ``gaca.plugins`` is imported, and its module registers what it brings
@@ -18,7 +20,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -54,10 +56,13 @@ class Registry(Generic[T]):
     (True, 'reads nothing')
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, home: str | None = None) -> None:
         self.kind = kind
+        self.home = home
+        """The module that registers the built-in entries, imported before the first lookup."""
         self._entries: dict[str, T | str] = {}
         self._specs: dict[str, Any] = {}
+        self._home_loaded = home is None
 
     def register(self, name: str, spec: Any = None) -> Callable[[T], T]:
         def decorator(obj: T) -> T:
@@ -76,6 +81,11 @@ class Registry(Generic[T]):
         self._entries[name] = obj
         self._specs[name] = spec
 
+    def _load_home(self) -> None:
+        if not self._home_loaded:
+            self._home_loaded = True
+            importlib.import_module(cast(str, self.home))
+
     def get(self, name: str) -> T:
         entry = self._entries[self._known(name)]
         if isinstance(entry, str):
@@ -87,6 +97,7 @@ class Registry(Generic[T]):
         return self._specs[self._known(name)]
 
     def _known(self, name: str) -> str:
+        self._load_home()
         if name not in self._entries:
             load_plugins()
         if name not in self._entries:
@@ -94,14 +105,17 @@ class Registry(Generic[T]):
         return name
 
     def names(self) -> list[str]:
+        self._load_home()
         return sorted(self._entries)
 
     def in_order(self) -> list[str]:
-        """Every name, the installed plugins' included, in the order they were registered."""
+        """Every name, the installed plugins' included, in the order they were registered (built-ins first)."""
+        self._load_home()
         load_plugins()
         return list(self._entries)
 
     def __contains__(self, name: object) -> bool:
+        self._load_home()
         if name not in self._entries:
             load_plugins()
         return name in self._entries

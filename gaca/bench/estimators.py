@@ -30,7 +30,7 @@ from gaca import AdvantageConfig, compute_advantages
 from gaca.estimators.batch import build_step_batch
 from gaca.estimators.config import CONVENTIONS
 from gaca.estimators.reference import reference_advantages
-from gaca.estimators.registry import ESTIMATORS
+from gaca.estimators.registry import DETECTORS, ESTIMATORS
 
 WORDS = "you arrive at countertop cabinet drawer fridge microwave mug apple knife on the see a an and".split()
 
@@ -113,7 +113,7 @@ def convention_effects(batch: dict[str, Any], penalty: float = 0.1) -> list[tupl
         invalid_penalty=penalty,
     )
     effects = []
-    for method in ("grpo", "gigpo", "gaca"):
+    for method in ESTIMATORS.in_order():
         config = AdvantageConfig(method=method)
         rules = CONVENTIONS["spec"]
         previous = ESTIMATORS.get(method)(step_batch, config, rules).advantages
@@ -128,6 +128,17 @@ def convention_effects(batch: dict[str, Any], penalty: float = 0.1) -> list[tupl
         total = (previous - start).abs()
         effects.append((method, "all (spec -> verl_agent)", float(total.mean()), float(total.max())))
     return effects
+
+
+def every_estimator() -> dict[str, AdvantageConfig]:
+    """Each registered estimator by name; a gated one once per detector (``gaca/entropy``, ...)."""
+    variants: dict[str, AdvantageConfig] = {}
+    for method in ESTIMATORS.in_order():
+        if ESTIMATORS.spec(method).gated:
+            variants |= {f"{method}/{d}": AdvantageConfig(method=method, detector=d) for d in DETECTORS.in_order()}
+        else:
+            variants[method] = AdvantageConfig(method=method)
+    return variants
 
 
 def fresh_strings(strings: list[str]) -> list[str]:
@@ -198,9 +209,7 @@ def main(argv: list[str] | None = None) -> None:
     batch = paper_scale_batch(args.groups, args.rollouts, args.steps)
     rows = len(batch["reward"])
     variants = {
-        "grpo": AdvantageConfig(method="grpo"),
-        "gigpo": AdvantageConfig(method="gigpo"),
-        **{f"gaca/{d}": AdvantageConfig(detector=d) for d in ("entropy", "uniform", "random", "loo")},
+        **every_estimator(),
         f"gigpo{TENSOR_SUFFIX}": AdvantageConfig(method="gigpo"),
         f"gaca/entropy{TENSOR_SUFFIX}": AdvantageConfig(),
         f"gaca/entropy{STRING_ANCHOR_SUFFIX}": AdvantageConfig(),

@@ -1,4 +1,4 @@
-"""compute_advantages: GRPO, GiGPO and GACA advantages for a batch of agent steps.
+"""compute_advantages, and the vectorized levels that the estimators (``gaca.estimators.methods``) build on.
 
 One row per agent step (docs/estimator.md, "Input"). Everything runs as vectorized segment
 operations on integer codes; nothing here loops over steps, trajectories or groups.
@@ -13,8 +13,8 @@ import torch
 
 from gaca.estimators.batch import ArrayLike, StepBatch, build_step_batch
 from gaca.estimators.config import AdvantageConfig, Conventions
-from gaca.estimators.gate import gate_weight
-from gaca.estimators.registry import DETECTORS, ESTIMATORS, NORMALIZERS, needs_nll
+from gaca.estimators.methods.paper import gaca, gigpo, grpo  # noqa: F401  (imported from here by older code)
+from gaca.estimators.registry import ESTIMATORS, NORMALIZERS, needs_nll
 from gaca.estimators.returns import discounted_returns, environment_rewards, episode_returns
 from gaca.estimators.segments import segment_count
 
@@ -87,46 +87,6 @@ def step_advantage(
     return torch.where(shared, within_anchor, fallback), shared
 
 
-def grpo(batch: StepBatch, config: AdvantageConfig, rules: Conventions) -> AdvantageOutput:
-    """A_t = A^E (episode level only)."""
-    episode = episode_advantage(batch, config, rules)
-    return AdvantageOutput(advantages=episode, episode=episode, step_level=None)
-
-
-def gigpo(batch: StepBatch, config: AdvantageConfig, rules: Conventions) -> AdvantageOutput:
-    """A_t = A^E + w A^S (GiGPO's fixed two-level sum)."""
-    episode = episode_advantage(batch, config, rules)
-    step_level, shared = step_advantage(batch, step_returns(batch, config, rules), config, rules)
-    return AdvantageOutput(
-        advantages=episode + config.step_weight * step_level,
-        episode=episode,
-        step_level=step_level,
-        diagnostics={"nonsingleton_frac": _mean(shared)},
-    )
-
-
-def gaca(batch: StepBatch, config: AdvantageConfig, rules: Conventions) -> AdvantageOutput:
-    """A_t = lambda_t w A^S + (1 - lambda_t) A^E with lambda_t = gate(c_t) (Eqs. 5-8).
-
-    Both levels follow ``rules``; the detector sees the same step returns g_t (its D_t), the gate
-    is the same under every convention.
-    """
-    episode = episode_advantage(batch, config, rules)
-    step_return = step_returns(batch, config, rules)
-    step_level, shared = step_advantage(batch, step_return, config, rules)
-    criticality = DETECTORS.get(config.detector)(batch, step_return, config)
-    lam = gate_weight(criticality, config.lambda0, config.alpha_lambda, config.beta_lambda)
-    advantages = lam * config.step_weight * step_level + (1.0 - lam) * episode
-    diagnostics = {
-        "criticality_std": _std(criticality),
-        "lambda_mean": _mean(lam),
-        "lambda_std": _std(lam),
-        "clamp_frac": _mean((lam <= 0.0) | (lam >= 1.0)),
-        "nonsingleton_frac": _mean(shared),
-    }
-    return AdvantageOutput(advantages, episode, step_level, lam, criticality, diagnostics)
-
-
 def compute_advantages(
     *,
     group: ArrayLike,
@@ -194,11 +154,12 @@ def compute_advantages(
     return _cast(output, torch.get_default_dtype())
 
 
-def _mean(values: torch.Tensor) -> float:
+def mean(values: torch.Tensor) -> float:
+    """The mean of ``values`` (any shape, bool too) as a float64 Python float."""
     return float(values.to(torch.float64).mean())
 
 
-def _std(values: torch.Tensor) -> float:
+def std(values: torch.Tensor) -> float:
     """Unbiased std as torch.std, 0 for a single value rather than NaN."""
     return float(values.std()) if values.numel() > 1 else 0.0
 

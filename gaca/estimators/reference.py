@@ -2,10 +2,10 @@
 
 It is the oracle of the property tests and the baseline of ``gaca bench estimators``. It shares no
 code with the vectorized estimator. ``reference_advantages`` computes the two levels every
-estimator builds on and hands them to the method's own reference (``EstimatorSpec.reference``); a
-gated method's detector scores come from ``DetectorSpec.reference``. The ``random`` detector has
-none: its permutation is checked through its properties (per-trajectory multiset, seed
-reproducibility) instead.
+estimator builds on and hands them to the method's own reference (``EstimatorSpec.reference``, a
+function of this module or of the plugin that brings the method); a gated method's detector scores
+come from ``DetectorSpec.reference``. A detector without one says why (``DetectorSpec.no_reference``:
+``random``'s permutation is checked through its properties instead).
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gaca.estimators.config import AdvantageConfig, Conventions
 from gaca.estimators.registry import DETECTORS, ESTIMATORS, DetectorSpec, EstimatorSpec
-from gaca.registry import import_target
+
+if TYPE_CHECKING:  # the registry imports this module with the specs: no NumPy there
+    from gaca.estimators.config import AdvantageConfig, Conventions
 
 
 def _normalize(x: float, xs: Sequence[float], config: AdvantageConfig, one_element_raw: bool = False) -> float:
@@ -144,7 +145,7 @@ def reference_advantages(
         dict(rows_of_traj),
         [rows_of_anchor[(group[i], anchor[i])] for i in range(n)],
     )
-    return import_target(spec.reference)(levels, config)
+    return spec.reference(levels, config)
 
 
 def grpo_reference(levels: ReferenceLevels, config: AdvantageConfig) -> dict[str, list[float] | None]:
@@ -183,7 +184,7 @@ def reference_criticality(levels: ReferenceLevels, config: AdvantageConfig) -> l
         return criticality
     if detector.reference is None:
         raise ValueError(f"detector {config.detector!r} has no loop reference (DetectorSpec.reference)")
-    entropy = import_target(detector.reference)(levels)
+    entropy = detector.reference(levels)
     step_return = levels.step_return
     for rows in levels.rows_of_traj.values():
         e = _relative([entropy[i] for i in rows])

@@ -7,22 +7,25 @@ validation (``AdvantageConfig``), the estimator's input checks (``compute_advant
 reference (``gaca.estimators.reference``) and the analysis (labels, colours, Table 7, the claimed
 order) read the specs; nothing keeps its own list or compares names.
 
-The built-in entries are declared here by import path, so that reading a spec never imports torch.
-A new estimator is one registered function with its spec (in a plugin module, see ``gaca.registry``),
-its ``algorithm/NAME.yaml`` and its loop reference, nothing else::
+The built-in entries are registered in ``gaca.estimators.methods`` (each estimator beside its spec),
+imported on the first lookup; neither it nor this module imports torch, so reading a spec or
+validating a config never does. A new estimator is one registered function with its spec (in
+``gaca.estimators.methods`` or a plugin module, see ``gaca.registry``), its ``algorithm/NAME.yaml``
+and its loop reference, nothing else (docs/extending.md)::
 
     @ESTIMATORS.register("mine", spec=EstimatorSpec(EVERY_ESTIMATOR_READS, needs_anchors=False,
-                                                    reference="my_package:mine_reference"))
+                                                    reference=mine_reference))
     def mine(batch, config, rules): ...  # -> AdvantageOutput
 
-    @DETECTORS.register("surprise", spec=DetectorSpec(reads=("alpha_c",), needs_nll=True))
+    @DETECTORS.register("surprise", spec=DetectorSpec(reads=("alpha_c",), needs_nll=True,
+                                                      no_reference="checked through its properties"))
     def surprise(batch, step_return, config): ...  # -> c [N]
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,9 +61,11 @@ class EstimatorSpec:
     claimed_rank: int | None = None
     """Its place in the paper's claimed order of Table 1 (GRPO 0 < GiGPO 1 < GACA 2), which the
     report checks; None: not part of the claim."""
-    reference: str | None = None
-    """``"package.module:function"`` of its plain-loop reference (``gaca.estimators.reference``):
-    ``(ReferenceLevels, AdvantageConfig) -> per-row lists``, the oracle of its property tests."""
+    reference: Callable[..., dict[str, list[float] | None]] | None = None
+    """Its plain-loop reference (``gaca.estimators.reference``): ``(ReferenceLevels, AdvantageConfig) ->
+    per-row lists``, the oracle of its property tests (tests/estimators/test_equivalence.py)."""
+    no_reference: str | None = None
+    """Why it has no reference (then its property tests must check it otherwise); None: it has one."""
 
 
 @dataclass(frozen=True)
@@ -78,92 +83,29 @@ class DetectorSpec:
     """Its plain-text row label; None: the registered name."""
     latex: str | None = None
     """Its LaTeX row label; None: ``label``."""
-    reference: str | None = None
-    """``"package.module:function"`` of its plain-loop reference: ``(ReferenceLevels) -> [N]`` the
-    per-step score that Eq. 6 fuses in place of H_t; None for a constant detector and for one the
-    reference cannot follow (``random``: its permutation is checked through its properties)."""
+    reference: Callable[..., list[float]] | None = None
+    """Its plain-loop reference: ``(ReferenceLevels) -> [N]`` the per-step score that Eq. 6 fuses in
+    place of H_t; None for a constant detector and for one the reference cannot follow."""
+    no_reference: str | None = None
+    """Why a detector that is not constant has no reference (``random``: its permutation is checked
+    through its properties); None: it has one, or is constant."""
 
 
 FALLBACK_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
 """Figure colours of the estimators whose spec names none, one per name (a hash of it, so that a
 name keeps its colour from figure to figure)."""
 
-ESTIMATORS: Registry = Registry("method")
+HOME = "gaca.estimators.methods"
+"""The module that registers the built-in estimators, detectors and normalisations."""
+
+ESTIMATORS: Registry = Registry("method", home=HOME)
 """``algorithm.method`` -> the estimator function, with its ``EstimatorSpec``."""
-DETECTORS: Registry = Registry("detector")
+DETECTORS: Registry = Registry("detector", home=HOME)
 """``algorithm.detector`` -> the detector function, with its ``DetectorSpec``."""
 
-# verl's own ``grpo`` keeps its name there: the paper's episode-level GRPO over step rows is ``gaca_grpo``.
-ESTIMATORS.declare(
-    "grpo",
-    "gaca.estimators.core:grpo",
-    EstimatorSpec(
-        EVERY_ESTIMATOR_READS,
-        needs_anchors=False,
-        verl_name="gaca_grpo",
-        label="GRPO",
-        color="#7f7f7f",
-        claimed_rank=0,
-        reference="gaca.estimators.reference:grpo_reference",
-    ),
-)
-ESTIMATORS.declare(
-    "gigpo",
-    "gaca.estimators.core:gigpo",
-    EstimatorSpec(
-        EVERY_ESTIMATOR_READS + STEP_LEVEL_READS,
-        needs_anchors=True,
-        verl_name="gigpo",
-        label="GiGPO",
-        color="#1f77b4",
-        claimed_rank=1,
-        reference="gaca.estimators.reference:gigpo_reference",
-    ),
-)
-ESTIMATORS.declare(
-    "gaca",
-    "gaca.estimators.core:gaca",
-    EstimatorSpec(
-        EVERY_ESTIMATOR_READS + STEP_LEVEL_READS + GATE_READS,
-        needs_anchors=True,
-        gated=True,
-        verl_name="gaca",
-        label="GACA",
-        color="#d62728",
-        claimed_rank=2,
-        reference="gaca.estimators.reference:gaca_reference",
-    ),
-)
-DETECTORS.declare(
-    "entropy",
-    "gaca.estimators.detectors:entropy_detector",
-    DetectorSpec(
-        ("alpha_c",), needs_nll=True, label="entropy (GACA)", reference="gaca.estimators.reference:entropy_scores"
-    ),
-)
-DETECTORS.declare(
-    "uniform",
-    "gaca.estimators.detectors:uniform_detector",
-    DetectorSpec(constant=True, label="uniform (c = 1)", latex=r"uniform ($c \equiv 1$)"),
-)
-DETECTORS.declare(
-    "random",
-    "gaca.estimators.detectors:random_detector",
-    DetectorSpec(("alpha_c", "seed"), needs_nll=True, label="random (permuted entropy)"),
-)
-DETECTORS.declare(
-    "loo",
-    "gaca.estimators.detectors:leave_one_out_detector",
-    DetectorSpec(
-        ("alpha_c",), needs_nll=True, label="leave-one-out (debiased)", reference="gaca.estimators.reference:loo_scores"
-    ),
-)
-
-NORMALIZERS: Registry = Registry("norm")
+NORMALIZERS: Registry = Registry("norm", home=HOME)
 """``algorithm.norm`` -> the group normalisation
 ``(values, segment, num_segments, eps, one_element_raw, weight) -> [N]``."""
-NORMALIZERS.declare("mean_std", "gaca.estimators.segments:normalize_mean_std")
-NORMALIZERS.declare("mean", "gaca.estimators.segments:normalize_mean")
 
 CONSTANT_GATE: Mapping[str, Any] = {"detector": "uniform", "alpha_lambda": 0.0, "beta_lambda": 0.0, "alpha_c": 1.0}
 """The one spelling of a gate that is lambda0 everywhere (docs/estimator.md, identities): a constant

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 MASK = "***"
@@ -93,7 +93,7 @@ def redact_params(params: Mapping[str, str]) -> dict[str, str]:
     return {key: MASK if looks_secret(key) else redact_text(value) for key, value in params.items()}
 
 
-def through_environment(overrides: list[str], environ: dict[str, str] | None = None) -> list[str]:
+def through_environment(overrides: list[str], environ: MutableMapping[str, str] | None = None) -> list[str]:
     """A job's ``overrides`` with each secret-looking ``backend.env_vars`` value replaced by
     ``${oc.env:GACA_SECRET_NAME}`` and put in ``environ`` (default ``os.environ``, which local jobs
     inherit and ``sbatch`` exports), so that no job pickle holds it. ``+backend.env_vars.NAME=value``
@@ -103,15 +103,15 @@ def through_environment(overrides: list[str], environ: dict[str, str] | None = N
 
     from gaca.orchestration.session import quoted
 
-    environ = os.environ if environ is None else environ
+    target: MutableMapping[str, str] = os.environ if environ is None else environ
     parser = OverridesParser.create()
 
     def reference(name: str, value: str) -> str:
         variable, n = f"{ENV_PREFIX}{name}", 1
-        while environ.get(variable) not in (None, value):
+        while target.get(variable) not in (None, value):
             n += 1
             variable = f"{ENV_PREFIX}{name}_{n}"
-        environ[variable] = value
+        target[variable] = value
         return "${oc.env:" + variable + "}"
 
     rewritten = []

@@ -124,7 +124,7 @@ def main(argv: list[str]) -> int:
         print(f"gaca mlflow: {error}", file=sys.stderr)
         return 1 if path is not None and path.exists() else 2  # a damaged SQLite file, or a wrong --store
     try:
-        credentials, config = ensure_auth(auth_folder(path)) if auth else (None, None)
+        auth_files = ensure_auth(auth_folder(path)) if auth else None
     except AuthProblem as error:
         print(f"gaca mlflow: {error}", file=sys.stderr)
         return 1
@@ -134,16 +134,17 @@ def main(argv: list[str]) -> int:
 
         taken = backup_database(store, "server-start")
         print(f"gaca mlflow: backup of the store: {taken.path} (gaca backup list)", file=sys.stderr)
-    if auth:
+    if auth_files is not None:
         extra = [*extra, "--app-name", APP_NAME] if chosen_app is None else extra
-        os.environ.update(server_environment(credentials, config))
+        os.environ.update(server_environment(*auth_files))
     command = server_command(store, args.host, args.port, args.workers, extra)
     url = f"http://{reachable_host(args.host)}:{args.port}"
     print(
         f"gaca mlflow: serving {redact_uri(store)} at http://{args.host}:{args.port} (UI and tracking API)",
         file=sys.stderr,
     )
-    if auth:
+    if auth_files is not None:
+        credentials, config = auth_files
         print(
             f"gaca mlflow: basic authentication on; user {credentials.username}, password in "
             f"{config.parent / CREDENTIALS} (only you can read it)",

@@ -125,8 +125,8 @@ def check_store(uri: str, writes: bool = True) -> None:
     if uri.startswith(("http://", "https://")):
         bare = split_userinfo(uri)[0].rstrip("/")
         answers: list[int | str] = []
-        for path in SERVER_PROBES:  # the next probe only after an answer that is not MLflow's
-            answers.append(_http_status(f"{bare}/{path}"))
+        for probe in SERVER_PROBES:  # the next probe only after an answer that is not MLflow's
+            answers.append(_http_status(f"{bare}/{probe}"))
             if isinstance(answers[-1], str) or answers[-1] < 300 or answers[-1] in (401, 403):
                 break
         silence = next((answer for answer in answers if isinstance(answer, str)), None)
@@ -135,7 +135,8 @@ def check_store(uri: str, writes: bool = True) -> None:
                 f"the MLflow tracking server at {shown} does not answer ({silence}); start it "
                 "(gaca mlflow) or point MLFLOW_TRACKING_URI (or tracking.uri) at a running one"
             )
-        if not any(status < 300 or status in (401, 403) for status in answers):
+        statuses = [answer for answer in answers if isinstance(answer, int)]  # all of them: none was silence
+        if not any(status < 300 or status in (401, 403) for status in statuses):
             raise StoreUnavailable(
                 f"{shown} answers, but not as an MLflow tracking server (HTTP {answers} for {list(SERVER_PROBES)}); "
                 "check MLFLOW_TRACKING_URI (or tracking.uri)"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from gaca.contract import TAG_BACKEND, TAG_BLOCK, TAG_ENV, TAG_METHOD, TAG_SCALE, TAG_SEED
 
@@ -13,7 +13,9 @@ if TYPE_CHECKING:
 
 def scale(run: RunConfig) -> str:
     """``gaca.scale``: the model preset, or the checkpoint's folder name for ``model=path``."""
-    return run.model.name if run.model.name != "path" else Path(run.model.path).name
+    if run.model.name != "path":
+        return run.model.name
+    return Path(cast(str, run.model.path)).name  # model=path is validated to name its checkpoint
 
 
 def run_tags(run: RunConfig) -> dict[str, str]:

@@ -35,27 +35,28 @@ ESTIMATOR = '''
 """HalfGate: GACA with the gate's base weight halved (the episode level weighs more)."""
 import dataclasses
 
-from gaca.estimators.core import gaca
+from gaca.estimators.methods.paper import gaca
 from gaca.estimators.reference import gaca_reference
 from gaca.estimators.registry import ESTIMATORS, EVERY_ESTIMATOR_READS, GATE_READS, STEP_LEVEL_READS, EstimatorSpec
-
-SPEC = EstimatorSpec(
-    EVERY_ESTIMATOR_READS + STEP_LEVEL_READS + GATE_READS, needs_anchors=True, gated=True, label="HalfGate",
-    reference="halfgate_estimator:halfgate_reference",
-)
 
 
 def halved(config):
     return dataclasses.replace(config, lambda0=config.lambda0 / 2)
 
 
+def halfgate_reference(levels, config):
+    return gaca_reference(levels, halved(config))
+
+
+SPEC = EstimatorSpec(
+    EVERY_ESTIMATOR_READS + STEP_LEVEL_READS + GATE_READS, needs_anchors=True, gated=True, label="HalfGate",
+    reference=halfgate_reference,
+)
+
+
 @ESTIMATORS.register("halfgate", spec=SPEC)
 def halfgate(batch, config, rules):
     return gaca(batch, halved(config), rules)
-
-
-def halfgate_reference(levels, config):
-    return gaca_reference(levels, halved(config))
 '''
 
 YAML = """# HalfGate: GACA's fields, the method changed.

@@ -63,7 +63,7 @@ def check_space(search: SearchConfig, run_overrides: list[str], session: Any) ->
     """Compose and validate a trial's runs at both corners of the space before the study starts."""
     from gaca.orchestration.plan import plan
 
-    items = []
+    items: list[tuple[str, list[str], list[str]]] = []
     for corner in (0, 1):
         params = {key: bounds[corner] for key, bounds in search.space.items()}
         items += [(BLOCK, [], trial_overrides(params, seed, run_overrides)) for seed in search.seeds]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 from omegaconf import OmegaConf
 
@@ -48,7 +49,7 @@ class SearchConfig:
 
 def load_search(
     name: str,
-    overrides: list[str] = (),
+    overrides: Sequence[str] = (),
     trials: int | None = None,
     workers: int | None = None,
     study: str | None = None,
@@ -65,8 +66,8 @@ def load_search(
         loaded.merge_with_dotlist([override[len(SEARCH_PREFIX) :] for override in overrides])
     except Exception as error:
         raise ValueError(f"search override: {error}") from None
-    raw = OmegaConf.to_container(loaded, resolve=True)
-    space = {}
+    raw = cast(dict[str, Any], OmegaConf.to_container(loaded, resolve=True))  # a mapping file
+    space: dict[str, tuple[float, float]] = {}
     for key, bounds in raw["space"].items():
         if not (isinstance(bounds, list) and len(bounds) == 2 and bounds[0] < bounds[1]):
             raise ValueError(f"{path}: space.{key} must be [low, high] with low < high, got {bounds!r}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from gaca.orchestration.search.config import BLOCK, SearchConfig, trial_overrides
 
@@ -107,7 +107,9 @@ def confirm(
         return []
     configs: dict[str, Mapping[str, float]] = {"default": {}}
     configs.update({str(t.number): dict(t.params) for t in chosen})
-    items = [(BLOCK, [], trial_overrides(params, seed, run_overrides)) for params in configs.values() for seed in seeds]
+    items: list[tuple[str, list[str], list[str]]] = [
+        (BLOCK, [], trial_overrides(params, seed, run_overrides)) for params in configs.values() for seed in seeds
+    ]
     runs = plan(items, session.compose)
     attach_states(runs, recorded_runs(uri, experiment))
     todo = [run for run in runs if run.state != DONE]
@@ -120,9 +122,9 @@ def confirm(
         pool = JobPool(session.launcher(run_job), session.parallel_jobs)
         first_job = len(study.trials) * len(search.seeds)  # after every trial's job folders of this invocation
         pool.add([(run.key, first_job + run.index, session.job_overrides(run.overrides)) for run in todo])
-        failed = []
+        failed: list[str] = []
         while pool.busy:
-            failed += [key for key, outcome in pool.poll() if not outcome.ok]
+            failed += [cast(str, key) for key, outcome in pool.poll() if not outcome.ok]  # run keys
             time.sleep(POLL_S)
         if failed:
             raise RuntimeError(
@@ -132,7 +134,10 @@ def confirm(
     finals = [recorded[run.key].final_success if run.key in recorded else None for run in runs]
     if any(value is None for value in finals):
         raise RuntimeError("a confirmation run logged no final metric")
-    per_config = {name: tuple(finals[i * len(seeds) : (i + 1) * len(seeds)]) for i, name in enumerate(configs)}
+    per_config = {
+        name: cast(tuple[float, ...], tuple(finals[i * len(seeds) : (i + 1) * len(seeds)]))  # none is None: checked
+        for i, name in enumerate(configs)
+    }
     return [
         Confirmed(t.number, dict(t.params), float(t.value), per_config[str(t.number)], per_config["default"])
         for t in chosen

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
 from gaca.contract import TAG_TRIAL_STATE
 from gaca.orchestration.plan import PlannedRun
@@ -115,7 +115,9 @@ class Search:
 
         params = {key: trial.suggest_float(key, low, high) for key, (low, high) in self.search.space.items()}
         shown = " ".join(f"{key.split('.')[-1]}={value:.3f}" for key, value in params.items())
-        items = [(BLOCK, [], trial_overrides(params, seed, self.run_overrides)) for seed in self.search.seeds]
+        items: list[tuple[str, list[str], list[str]]] = [
+            (BLOCK, [], trial_overrides(params, seed, self.run_overrides)) for seed in self.search.seeds
+        ]
         try:
             runs = dict(zip(self.search.seeds, plan(items, self.session.compose)))
         except InvalidRuns as error:  # the corners were valid, so a validator is not convex in the space
@@ -133,7 +135,8 @@ class Search:
         print(f"[{self.clock()}] trial {trial.number} started: {shown}")
 
     def step(self) -> None:
-        for (number, seed), outcome in self.pool.poll():
+        for key, outcome in self.pool.poll():
+            number, seed = cast(tuple[int, int], key)  # the keys ``start`` gave the pool
             if number in self.active:
                 self.active[number].outcomes[seed] = outcome
         for flight in list(self.active.values()):
@@ -165,7 +168,7 @@ class Search:
             reasons = "; ".join(f"seed {s}: {o.error.strip().splitlines()[-1]} ({o.log})" for s, o in failed.items())
             self.close(flight, "failed", f"failed: {reasons or 'a run logged no final metric'}")
             return
-        value = sum(finals) / len(finals)
+        value = sum(cast(list[float], finals)) / len(finals)  # none is None: checked above
         self.study.tell(flight.trial, value)
         self.close(flight, "complete", f"mean final eval success {value:.3f} over seeds {list(flight.runs)}")
 

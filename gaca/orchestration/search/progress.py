@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ class TrialInFlight:
         return len(self.outcomes) == len(self.runs)
 
 
-def common_means(histories: list[Mapping[int, float]]) -> list[tuple[int, float]]:
+def common_means(histories: Sequence[Mapping[int, float]]) -> list[tuple[int, float]]:
     """(step, mean over seeds) at every evaluation step that every seed has reached."""
     if not histories:
         return []
@@ -39,7 +39,7 @@ def common_means(histories: list[Mapping[int, float]]) -> list[tuple[int, float]
 
 
 def report_progress(
-    trial: Any, histories: list[Mapping[int, float]], reported: int, may_prune: bool = True
+    trial: Any, histories: Sequence[Mapping[int, float]], reported: int, may_prune: bool = True
 ) -> tuple[int, bool]:
     """Report the steps after ``reported`` to Optuna; (last step reported, whether to prune now)."""
     for step, value in common_means(histories):
@@ -63,7 +63,7 @@ class RunReader:
         """Each seed's evaluation curve so far, read from MLflow (tagging the run once found)."""
         from gaca.tracking.run import find_run
 
-        curves = []
+        curves: list[dict[int, float]] = []
         for seed, run in flight.runs.items():
             if seed not in flight.run_ids:
                 found = find_run(self.client, self.experiment_id, run.key)

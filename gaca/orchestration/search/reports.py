@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from omegaconf import OmegaConf
 
 from gaca.orchestration.search.config import SearchConfig
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from gaca.orchestration.search.confirm import Confirmed
 
 
@@ -63,4 +65,4 @@ def write_reports(
         from optuna.visualization.matplotlib import plot_optimization_history
 
         axes = plot_optimization_history(study)
-        axes.figure.savefig(folder / "history.png", dpi=120, bbox_inches="tight")
+        cast("Figure", axes.figure).savefig(folder / "history.png", dpi=120, bbox_inches="tight")
