@@ -34,8 +34,8 @@ CHECK = """
 import json, sys
 import gaca
 from gaca.estimators import AdvantageConfig, compute_advantages
-from gaca.orchestration.blocks import expand, load_block
-from analysis.blocks import get_block
+from gaca.orchestration.block_files import expand, load_block
+from analysis.block_rows import get_block
 
 runs = expand(load_block("detector"), [])
 block = get_block("detector")
@@ -140,7 +140,7 @@ def test_the_doc_estimator_is_a_row_of_the_detector_block(installed):
         assert Path(found["gaca"]).is_relative_to(cwd)
         assert sorted(found["runs"]) == [[f"seed={seed}", f"algorithm={NAME}"] for seed in (0, 1, 2)]
         (row,) = [row for row in found["rows"] if row[2] == NAME]
-        if LABEL not in row[1]:  # the report's row label; analysis/blocks.py is being reworked (issue #33)
-            pytest.xfail(f"analysis/blocks.py labels the detector block's rows by their detector only: {row}")
+        assert LABEL in row[1], row  # labelled from the estimator's spec, not as a second "entropy" row
+        assert len({label for _, label, _ in found["rows"]}) == len(found["rows"]), found["rows"]
     else:
         pytest.skip("a plugin's estimator joins a block file of the repository, done in the in_repository case")
