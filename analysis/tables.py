@@ -194,22 +194,23 @@ def main_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) 
         previous_env = env
     if not body:
         return None
+    ours, theirs = (main.estimator(method).latex for method in (default_method(), baseline_method()))
     header = [
         "Environment",
         "Scale",
         "",
-        *(variant.latex for variant in report_blocks().main.variants),
+        *(variant.latex for variant in main.variants),
         r"$\Delta$",
         r"95\% CI of $\Delta$",
-        r"$P(\mathrm{GACA} > \mathrm{GiGPO})$",
+        rf"$P(\mathrm{{{ours}}} > \mathrm{{{theirs}}})$",
     ]
     caption = (
         rf"Evaluation success (\%), final: {_selection_text(selection)}; AUC: mean over the run's evaluations "
         r"(area under the evaluation curve); mean $\pm$ std over seeds. "
-        r"Best per row in bold. $\Delta$: GACA minus GiGPO in points, with a 95\% t interval paired by seed and "
+        rf"Best per row in bold. $\Delta$: {ours} minus {theirs} in points, with a 95\% t interval paired by seed and "
         r"evaluation task (over the per-seed differences, never narrower than their task-level noise). "
-        r"$P$: the fraction of seed pairs in which GACA scores higher (ties half), with the one-sided exact "
-        r"Mann-Whitney $p$ of that ranking; not the probability that GACA is better. "
+        rf"$P$: the fraction of seed pairs in which {ours} scores higher (ties half), with the one-sided exact "
+        rf"Mann-Whitney $p$ of that ranking; not the probability that {ours} is better. "
         + _pairing_notes(gains["final"] + gains["auc"])
         + " "
         + _analogues(plan.settings(report_blocks().main))
@@ -239,6 +240,7 @@ def ablation_table(
         return None
     env, scale = plan.settings(blocks[0])[0]
     reference = cells.get(plan.cell(report_blocks().main.default(), env, scale))
+    ours = report_blocks().main.default().latex
     shared = _shared_keys(plan, blocks, env, scale)
     body: list[Sequence[str] | str] = []
     shown: list[CellResult] = []
@@ -270,14 +272,14 @@ def ablation_table(
         measured = [gain for gain in gains if gain is not None]
         all_gains += gains
         if measured:
-            after.append(f"{block.name}, against GACA: {power_line(measured)}")
-    header = ["Variant", r"Success (\%)", r"95\% CI", r"AUC (\%)", r"$\Delta$ vs GACA", r"95\% CI of $\Delta$"]
+            after.append(f"{block.name}, against {ours}: {power_line(measured)}")
+    header = ["Variant", r"Success (\%)", r"95\% CI", r"AUC (\%)", rf"$\Delta$ vs {ours}", r"95\% CI of $\Delta$"]
     notes = [
         rf"Ablations on {escape(environment_label(env))} at scale {escape(scale_label(scale))}: "
         rf"evaluation success (\%, {_selection_text(selection)}), mean $\pm$ std over seeds, best per block in bold, "
         r"95\% t interval over seeds, never narrower than the task-level one; AUC: mean success over the run's "
         r"evaluations; "
-        r"$\Delta$: points against GACA with every default, its 95\% t interval paired by seed and evaluation task.",
+        rf"$\Delta$: points against {ours} with every default, its 95\% t interval paired by seed and evaluation task.",
         _pairing_notes(all_gains),
     ]
     if any(block.name in (schedules or {}) for block in blocks):
