@@ -249,7 +249,7 @@ SETTING_KEYS = ("seed", "env", "model")
 def _expand(names: tuple[str, ...]) -> dict[str, Block]:
     """The blocks ``names`` from their sweep files: every grid point expanded by the orchestration
     (``gaca.orchestration.block_files.expand``) and composed as its job composes it."""
-    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.singleton import Singleton
     from omegaconf import OmegaConf
 
     from gaca.orchestration.block_files import SWEEPS_DIR, expand, load_block
@@ -257,6 +257,9 @@ def _expand(names: tuple[str, ...]) -> dict[str, Block]:
 
     files = {name: load_block(name) for name in names}
     search_path = list(dict.fromkeys([*(sweep.search_path for sweep in files.values()), SWEEPS_DIR.parent]))
+    # A sweep reads its block's rows in the middle of its own Hydra session (`--until-decided`): that
+    # session (Hydra's global state, as its launchers carry it to jobs) is put back afterwards.
+    outer = Singleton.get_state()
     session = HydraSession("local", [], search_path, Path("unused"), job_name="report")
     blocks = {}
     try:
@@ -271,7 +274,7 @@ def _expand(names: tuple[str, ...]) -> dict[str, Block]:
                     composed[point] = _parsed(cast(dict[str, Any], config))
             blocks[name] = _block(name, list(composed.values()), tuple(sorted(seeds)))
     finally:
-        GlobalHydra.instance().clear()
+        Singleton.set_state(outer)
     return blocks
 
 
