@@ -15,6 +15,7 @@ BENCHMARKS = {
     "testbed": "gaca.bench.testbed",
     "soak": "gaca.bench.soak",
     "tracking": "gaca.bench.tracking",
+    "verl": "gaca.bench.verl",
 }
 
 # command -> (module with main(argv) -> int | None, one-line help)

@@ -56,6 +56,8 @@ PERF_ESTIMATOR_S = "perf/estimator_s"
 PERF_ENV_STEPS_PER_S = "perf/env_steps_per_s"
 PERF_TOKENS_PER_S = "perf/tokens_per_s"
 PERF_TRAIN_TOKENS_PER_S = "perf/train_tokens_per_s"
+PERF_LOGPROB_S = "perf/logprob_s"
+PERF_RAY_S = "perf/ray_s"
 
 METRICS: Mapping[str, str] = {
     TRAIN_SUCCESS_RATE: "share of the iteration's training episodes that succeeded",
@@ -94,8 +96,14 @@ METRICS: Mapping[str, str] = {
     PERF_ENV_STEPS_PER_S: "environment steps per second of environment time",
     PERF_TOKENS_PER_S: "generated tokens per second of generation time",
     PERF_TRAIN_TOKENS_PER_S: "tokens per second of update time",
+    PERF_LOGPROB_S: "seconds recomputing the rollout's log-probabilities (old and reference policy) before the update",
+    PERF_RAY_S: "seconds of the calls to remote workers beyond the workers' own time (transfers, scheduling)",
 }
 """Every metric a run logs, with its meaning; analysis and users depend on these names."""
+REMOTE_WORKER_METRICS = (PERF_LOGPROB_S, PERF_RAY_S)
+"""Logged only by a trainer that recomputes log-probabilities in a pass of their own and calls remote workers
+(verl-agent's, ``gaca.backends.verl.timing``); the CPU backend computes them inside its update (``perf/update_s``)
+and calls none."""
 
 DIAGNOSTIC_METRICS = (DIAG_CRITICALITY_STD, DIAG_LAMBDA_MEAN, DIAG_LAMBDA_STD, DIAG_CLAMP_FRAC, DIAG_NONSINGLETON_FRAC)
 """The estimator's own diagnostics (``AdvantageOutput.diagnostics`` under ``diag/``; the paper's Table 7)."""

@@ -40,6 +40,14 @@ And for every run through verl's HF rollout (``actor_rollout_ref.rollout.name=hf
    writes ``take egg 1 from sofa 1 </s>`` on the CPU backend). The hook drops them: ``generate``
    counts each token's position from the attention mask, which gives the prompt the same positions.
 
+And for every run, where the seconds go (``gaca.backends.verl.timing``):
+
+8. The timing. In every Ray worker the actor worker's methods (``verl.workers.fsdp_workers``) stamp their
+   own seconds into what they return; during ``fit`` the worker group's methods are timed around each
+   call, and ``compute_timing_metrics`` (the timing ``fit`` logs every step) gets the contract's
+   ``perf/*``: generation, log-probability recomputation and update seconds on the worker, the Ray round
+   trips of those calls, the estimator's seconds, and (served environments) the environments' seconds.
+
 With gaca's environments served, ``fit`` also gives the rollout loop's collector a tokenizer that
 decodes with special tokens kept (``env_manager.SpecialTokensKept``), so that a response's eos
 reaches the environments (``ServedEnvironments.command``).
@@ -63,9 +71,12 @@ from typing import Any
 
 from gaca.backends.verl.imports import when_imported
 from gaca.backends.verl.options import ESTIMATOR_METHODS
+from gaca.backends.verl.timing import IterationClock, stamp_worker_methods, unwrap_worker_group, wrap_worker_group
 
 RAY_TRAINER = "verl.trainer.ppo.ray_trainer"
 HF_ROLLOUT = "verl.workers.rollout.hf_rollout"
+WORKERS = "verl.workers.fsdp_workers"
+WORKER_CLASS = "ActorRolloutRefWorker"
 ENVIRONMENTS = "agent_system.environments"
 OUTPUT_VARIABLE = "GACA_OUTPUT_DIR"
 """The job's folder for what the hooks hand back to it (per-step criticality counts)."""
@@ -81,6 +92,8 @@ HOOKED = "_gaca_hooks"
 _ALGORITHM: ContextVar[Any] = ContextVar("gaca_verl_agent_algorithm", default=None)
 _ROLLOUT_METRICS: ContextVar[dict[str, float] | None] = ContextVar("gaca_verl_agent_rollout_metrics", default=None)
 """The served environments' metrics of the last training rollout, logged with that step's metrics."""
+_CLOCK: ContextVar[IterationClock | None] = ContextVar("gaca_verl_agent_clock", default=None)
+"""The seconds per phase of the iteration in progress (hook 8), set during ``fit``."""
 
 
 def install() -> None:
@@ -88,6 +101,14 @@ def install() -> None:
     when_imported(RAY_TRAINER, install_hooks)
     when_imported(ENVIRONMENTS, install_environments)
     when_imported(HF_ROLLOUT, install_rollout_positions)
+    when_imported(WORKERS, install_worker_timing)
+
+
+def install_worker_timing(workers: ModuleType) -> None:
+    """Make the actor worker's methods stamp their own seconds into their output (hook 8). Idempotent."""
+    worker = getattr(workers, WORKER_CLASS, None)
+    if worker is not None:
+        stamp_worker_methods(worker)
 
 
 def install_rollout_positions(hf_rollout: ModuleType) -> None:
@@ -146,6 +167,8 @@ def install_hooks(ray_trainer: Any) -> None:
         trainer._validate = _validating(trainer._validate)
     if hasattr(ray_trainer, "compute_data_metrics"):
         ray_trainer.compute_data_metrics = _with_diagnostics(ray_trainer.compute_data_metrics)
+    if hasattr(ray_trainer, "compute_timing_metrics"):
+        ray_trainer.compute_timing_metrics = _with_perf(ray_trainer.compute_timing_metrics)
     setattr(trainer, HOOKED, True)
 
 
@@ -200,6 +223,18 @@ def _init_without_critic(init: Callable[..., None]) -> Callable[..., None]:
 def _fit_with_hooks(fit: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fit)
     def fit_with_hooks(self: Any, *args: Any, **kwargs: Any) -> Any:
+        clock = IterationClock()
+        group = getattr(self, "actor_rollout_wg", None)
+        originals = wrap_worker_group(group, clock) if group is not None else {}
+        token = _CLOCK.set(clock)
+        try:
+            return fit_with_gaca(self, *args, **kwargs)
+        finally:
+            _CLOCK.reset(token)
+            if group is not None:
+                unwrap_worker_group(group, originals)
+
+    def fit_with_gaca(self: Any, *args: Any, **kwargs: Any) -> Any:
         algorithm = self.config.algorithm
         if not is_gaca_estimator(algorithm.adv_estimator) and not _served(getattr(self, "envs", None)):
             return fit(self, *args, **kwargs)
@@ -324,7 +359,12 @@ def _with_diagnostics(compute_data_metrics: Callable[..., dict]) -> Callable[...
 def _validating(validate: Callable[..., dict]) -> Callable[..., dict]:
     @functools.wraps(validate)
     def validating(self: Any) -> dict:
-        metrics = validate(self)
+        clock = _CLOCK.get()
+        if clock is None:
+            metrics = validate(self)
+        else:
+            with clock.evaluating():
+                metrics = validate(self)
         envs = self.val_envs
         if not _served(envs):
             return metrics
@@ -338,3 +378,21 @@ def _validating(validate: Callable[..., dict]) -> Callable[..., dict]:
         return metrics
 
     return validating
+
+
+def _with_perf(compute_timing_metrics: Callable[..., dict]) -> Callable[..., dict]:
+    @functools.wraps(compute_timing_metrics)
+    def with_perf(*args: Any, **kwargs: Any) -> dict:
+        metrics = compute_timing_metrics(*args, **kwargs)
+        clock = _CLOCK.get()
+        if clock is None:
+            return metrics
+        batch = kwargs["batch"] if "batch" in kwargs else args[0]
+        timing_raw = kwargs["timing_raw"] if "timing_raw" in kwargs else args[1]
+        tensors = batch.batch
+        response = float(tensors["response_mask"].sum()) if "response_mask" in tensors.keys() else 0.0
+        tokens = float(tensors["attention_mask"].sum()) if "attention_mask" in tensors.keys() else 0.0
+        metrics.update(clock.take(timing_raw, response, tokens))
+        return metrics
+
+    return with_perf

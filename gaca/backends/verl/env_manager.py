@@ -30,6 +30,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +87,9 @@ class ServedEnvironments:
         self.envs: VectorEnv | None = None
         self.observations: list[Observation] = []
         self.episodes: list[Episode] = []
+        self.seconds = 0.0
+        """Seconds in ``reset`` and ``step`` since the last reset: the environments' side of the rollout
+        (the command parsed from the response, the step, the next prompt rendered)."""
 
     def task_ids(self) -> list[tuple[int, int]]:
         """(task id, episode of that task) of every environment of the next rollout, in row order."""
@@ -103,13 +107,23 @@ class ServedEnvironments:
         return len(self.task_ids())
 
     def reset(self, kwargs: Any = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        began = time.perf_counter()
         plan = self.task_ids()
         self.envs = VectorEnv(self.family, [task for task, _ in plan])
         self.observations = self.envs.reset()
         self.episodes = [Episode(task, k) for task, k in plan]
-        return self._observe(), [{"won": False, "task_id": e.task_id} for e in self.episodes]
+        observed = self._observe()
+        self.seconds = time.perf_counter() - began
+        return observed, [{"won": False, "task_id": e.task_id} for e in self.episodes]
 
     def step(self, text_actions: list[str]) -> tuple[dict[str, Any], np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        began = time.perf_counter()
+        try:
+            return self._step(text_actions)
+        finally:
+            self.seconds += time.perf_counter() - began
+
+    def _step(self, text_actions: list[str]) -> tuple[dict[str, Any], np.ndarray, np.ndarray, list[dict[str, Any]]]:
         assert self.envs is not None, "reset() first"
         if len(text_actions) != len(self.episodes):
             raise ValueError(f"{len(text_actions)} actions for {len(self.episodes)} environments")
@@ -174,6 +188,8 @@ class ServedEnvironments:
         groups = [e.task_id for e in episodes]  # a rollout plays distinct tasks: the task is the prompt group
         won, lengths = [e.won for e in episodes], [e.length for e in episodes]
         return {
+            contract.PERF_ENV_S: self.seconds,
+            contract.PERF_ENV_STEPS_PER_S: sum(lengths) / max(self.seconds, 1e-9),
             contract.TRAIN_SUCCESS_RATE: float(np.mean(won)),
             contract.TRAIN_RETURN_MEAN: float(np.mean([e.total_return for e in episodes])),
             contract.TRAIN_EPISODE_LENGTH: float(np.mean(lengths)),

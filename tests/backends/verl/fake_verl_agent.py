@@ -27,11 +27,16 @@ def compute_advantage(data, adv_estimator, gamma=1.0, lam=1.0, num_repeat=1, nor
     raise NotImplementedError
 
 
+def compute_timing_metrics(batch, timing_raw):
+    return {f"timing_s/{name}": seconds for name, seconds in timing_raw.items()}
+
+
 class RayPPOTrainer:
-    def __init__(self, config, tokenizer=None, traj_collector=None, envs=None):
+    def __init__(self, config, tokenizer=None, traj_collector=None, envs=None, actor_rollout_wg=None):
         self.config = config
         self.traj_collector = traj_collector
         self.envs = envs
+        self.actor_rollout_wg = actor_rollout_wg
         if self.config.algorithm.adv_estimator == AdvantageEstimator.GAE:
             self.use_critic = True
         elif self.config.algorithm.adv_estimator in [AdvantageEstimator.GRPO, AdvantageEstimator.GiGPO]:
@@ -43,15 +48,19 @@ class RayPPOTrainer:
     def fit(self):
         self.global_steps = 0
         self.batches = []
+        self.timing = []
         for _ in range(self.config.trainer.total_training_steps):
             self.global_steps += 1
             batch = self.traj_collector.multi_turn_loop(
-                gen_batch=None, actor_rollout_wg=None, envs=self.envs, is_train=True
+                gen_batch=None, actor_rollout_wg=self.actor_rollout_wg, envs=self.envs, is_train=True
             )
             batch = compute_advantage(
                 batch, adv_estimator=self.config.algorithm.adv_estimator, gamma=self.config.algorithm.gamma
             )
+            if self.actor_rollout_wg is not None:
+                self.actor_rollout_wg.update_actor(batch)
             self.batches.append(batch)
+            self.timing.append(compute_timing_metrics(batch=batch, timing_raw={"adv": 0.25}))
         self.validation = self.traj_collector.multi_turn_loop(
             gen_batch=None, actor_rollout_wg=None, envs=self.envs, is_train=False
         )
@@ -67,6 +76,8 @@ class TrajectoryCollector:
         self.make_batch = make_batch
 
     def multi_turn_loop(self, gen_batch, actor_rollout_wg, envs, is_train=True):
+        if actor_rollout_wg is not None:
+            actor_rollout_wg.generate_sequences(gen_batch)
         batch = self.make_batch(is_train)
         assert set(FIELDS) <= set(batch.non_tensor_batch)
         return batch

@@ -20,6 +20,7 @@ from gaca.backends.verl.layout import build_layout_batch  # noqa: E402
 from gaca.estimators import AdvantageConfig  # noqa: E402
 
 from .fake_verl_agent import write_checkout  # noqa: E402
+from .test_timing import ROUND_TRIP, WORK, Clock, group_of, stamped_worker_class  # noqa: E402
 
 
 def load(path: Path, name: str) -> ModuleType:
@@ -40,7 +41,7 @@ def verl_agent(tmp_path: Path, request) -> SimpleNamespace:
     return SimpleNamespace(ray_trainer=ray_trainer, rollout=rollout)
 
 
-def train(verl_agent: SimpleNamespace, estimator: str, steps: int = 2, **gaca_options):
+def train(verl_agent: SimpleNamespace, estimator: str, steps: int = 2, actor_rollout_wg=None, **gaca_options):
     """The stand-in trainer's fit on fresh layout batches (seed = training step); the trainer and its config."""
     config = OmegaConf.create(
         {
@@ -55,7 +56,9 @@ def train(verl_agent: SimpleNamespace, estimator: str, steps: int = 2, **gaca_op
         return made[-1].data
 
     collector = verl_agent.rollout.TrajectoryCollector(config, make_batch=make_batch)
-    trainer = verl_agent.ray_trainer.RayPPOTrainer(config=config, traj_collector=collector)
+    trainer = verl_agent.ray_trainer.RayPPOTrainer(
+        config=config, traj_collector=collector, actor_rollout_wg=actor_rollout_wg
+    )
     trainer.fit()
     return trainer, config, made
 
@@ -118,3 +121,29 @@ def test_ray_init_gets_the_worker_setup_hook():
     with pytest.raises(ValueError, match="worker_process_setup_hook is 'other.setup'"):
         ray.init(runtime_env={"worker_process_setup_hook": "other.setup"})
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("estimator", ["gaca", "gigpo"])
+def test_each_step_logs_where_its_seconds_went(verl_agent, estimator, monkeypatch):
+    from gaca import contract
+    from gaca.backends.verl import timing
+
+    clock = Clock()
+    monkeypatch.setattr(timing, "now", clock)
+    group = group_of(stamped_worker_class()(clock), clock)
+    originals = dict(vars(group))
+    agent_hooks.install_hooks(verl_agent.ray_trainer)
+    trainer, _, made = train(verl_agent, estimator, actor_rollout_wg=group)
+
+    for metrics, layout in zip(trainer.timing, made):  # one generation call and one update per stand-in step
+        tensors = layout.data.batch
+        assert metrics == {
+            "timing_s/adv": 0.25,
+            contract.PERF_GENERATION_S: WORK["generate_sequences"],
+            contract.PERF_UPDATE_S: WORK["update_actor"],
+            contract.PERF_RAY_S: 2 * ROUND_TRIP,
+            contract.PERF_ESTIMATOR_S: 0.25,
+            contract.PERF_TOKENS_PER_S: float(tensors["response_mask"].sum()) / WORK["generate_sequences"],
+            contract.PERF_TRAIN_TOKENS_PER_S: float(tensors["attention_mask"].sum()) / WORK["update_actor"],
+        }
+    assert vars(group) == originals  # the group's own methods again after fit
