@@ -78,6 +78,11 @@ def steps(client: MlflowClient, run_id: str, name: str) -> list[int]:
     return sorted(m.step for m in client.get_metric_history(run_id, name))
 
 
+def value_at(client: MlflowClient, run_id: str, name: str, step: int) -> float:
+    (value,) = [m.value for m in client.get_metric_history(run_id, name) if m.step == step]
+    return value
+
+
 def assert_contract(client: MlflowClient, run, method: str, tmp_path: Path) -> None:
     run_id = run.info.run_id
     assert run.info.status == "FINISHED"
@@ -99,6 +104,22 @@ def assert_contract(client: MlflowClient, run, method: str, tmp_path: Path) -> N
         *([contract.DIAG_C_LENGTH_CORR] if method == "gaca" else []),
     ):
         assert steps(client, run_id, name) == training, name
+    # where each step's seconds went (gaca.backends.verl.timing): the workers' own and the Ray round trips, all
+    # inside the step verl timed
+    parts = (
+        contract.PERF_GENERATION_S,
+        contract.PERF_ENV_S,
+        contract.PERF_LOGPROB_S,
+        contract.PERF_UPDATE_S,
+        contract.PERF_RAY_S,
+        contract.PERF_ESTIMATOR_S,
+    )
+    for name in parts:
+        assert steps(client, run_id, name) == training, name
+    for step in training:
+        seconds = {name: value_at(client, run_id, name, step) for name in (*parts, contract.PERF_ITERATION_S)}
+        assert all(seconds[name] > 0 for name in parts if name != contract.PERF_ESTIMATOR_S), seconds
+        assert sum(seconds[name] for name in parts) < seconds[contract.PERF_ITERATION_S], seconds
     # the return counts the invalid-action penalty, as the CPU backend's does (the untrained policy's actions
     # are mostly inadmissible: -0.1 each)
     invalid = [m.value for m in client.get_metric_history(run_id, contract.TRAIN_INVALID_ACTION_RATE)]
