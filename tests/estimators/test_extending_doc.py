@@ -133,14 +133,12 @@ def test_the_doc_estimator_trains_a_tiny_run(installed):
     assert done.data.metrics["diag/lambda_mean"] <= 0.75
 
 
+@pytest.mark.parametrize("installed", ["in_repository"], indirect=True)  # a plugin joins no block file
 def test_the_doc_estimator_is_a_row_of_the_detector_block(installed):
     env, cwd, _ = installed
-    if (cwd / "gaca").exists():  # the repository copy: its sweep file has the doc's entry
-        found = json.loads(run([sys.executable, "-c", CHECK % {"name": NAME}], env, cwd))
-        assert Path(found["gaca"]).is_relative_to(cwd)
-        assert sorted(found["runs"]) == [[f"seed={seed}", f"algorithm={NAME}"] for seed in (0, 1, 2)]
-        (row,) = [row for row in found["rows"] if row[2] == NAME]
-        assert LABEL in row[1], row  # labelled from the estimator's spec, not as a second "entropy" row
-        assert len({label for _, label, _ in found["rows"]}) == len(found["rows"]), found["rows"]
-    else:
-        pytest.skip("a plugin's estimator joins a block file of the repository, done in the in_repository case")
+    found = json.loads(run([sys.executable, "-c", CHECK % {"name": NAME}], env, cwd))
+    assert Path(found["gaca"]).is_relative_to(cwd)
+    assert sorted(found["runs"]) == [[f"seed={seed}", f"algorithm={NAME}"] for seed in (0, 1, 2)]
+    (row,) = [row for row in found["rows"] if row[2] == NAME]
+    assert LABEL in row[1], row  # labelled from the estimator's spec, not as a second "entropy" row
+    assert len({label for _, label, _ in found["rows"]}) == len(found["rows"]), found["rows"]

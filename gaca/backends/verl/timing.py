@@ -84,10 +84,13 @@ class IterationClock:
     as the phase's, and the round trip is then unknown)."""
 
     def __init__(self) -> None:
+        self._evaluating = False
+        self._zero()
+
+    def _zero(self) -> None:
         self.worker: dict[str, float] = defaultdict(float)
         self.round_trip = 0.0
         self.unstamped = 0
-        self._evaluating = False
 
     def timed(self, call: Callable[..., Any], phase: str) -> Callable[..., Any]:
         """``call`` (a worker group's method) timed into ``phase``, its output's stamp taken off."""
@@ -134,7 +137,7 @@ class IterationClock:
             metrics[contract.PERF_TOKENS_PER_S] = response_tokens / self.worker[GENERATION]
         if self.worker.get(UPDATE):
             metrics[contract.PERF_TRAIN_TOKENS_PER_S] = tokens / self.worker[UPDATE]
-        self.worker, self.round_trip, self.unstamped = defaultdict(float), 0.0, 0
+        self._zero()
         return metrics
 
 
