@@ -25,12 +25,19 @@ DONE_MARKER = "gaca_export.json"
 
 
 def export_starting_policy(run: RunConfig, folder: Path) -> Path:
-    """Write the run's starting policy to ``folder`` (once; a finished export is reused) and return it."""
+    """Write the run's starting policy to ``folder`` (once; a finished export is reused) and return it.
+
+    The behaviour clone runs here, in the launching process, on ``trainer.threads`` torch threads when
+    given (as the CPU backend's run does): a sweep job's clone then stays on the cores it was given."""
+    import torch
+
     from gaca.backends.cpu.loop import initial_policy
     from gaca.envs import make_family
 
     if (folder / DONE_MARKER).is_file():
         return folder
+    if run.trainer.threads is not None:
+        torch.set_num_threads(run.trainer.threads)
     policy = initial_policy(run, make_family(run.env), Path(run.output_dir) / "bc-cache")
     policy.tokenizer.chat_template = CHAT_TEMPLATE
     policy.save(folder)

@@ -98,6 +98,20 @@ def test_the_exported_policy_is_the_cpu_backends_with_a_pass_through_chat_templa
     assert json.loads((folder / "tokenizer_config.json").read_text())["tokenizer_class"] == "PreTrainedTokenizerFast"
 
 
+def test_the_export_clones_on_the_runs_threads(tmp_path: Path):
+    # A sweep job's clone runs in the launching process: on trainer.threads (the job's cores), as the CPU
+    # backend's run does, not on every core of the node.
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        export_starting_policy(served_run(tmp_path, *SMALL, "trainer.threads=1"), tmp_path / "policy")
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_task_files_hold_one_batch_each(tmp_path: Path):
     import pandas as pd
 
