@@ -100,6 +100,8 @@ CPU_SETTINGS: tuple[tuple[str, Any], ...] = (
     ("trainer.nnodes", 1),
 )
 """What a job on a machine without CUDA sets in place of the GPU values (``backend.device``)."""
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+"""Set to ``trainer.threads`` for a CPU job (a sweep launcher's cores per job; else torch's count here)."""
 CPU_ADDED: tuple[tuple[str, Any], ...] = (
     ("ray_init.num_gpus", 1),  # one logical GPU for verl-agent's resource pool; CPU torch ignores it
     ("actor_rollout_ref.model.override_config._attn_implementation", "sdpa"),  # flash-attention is its default
@@ -201,6 +203,10 @@ def build_job(
         # Ray refuses its one logical GPU where CUDA_VISIBLE_DEVICES lists none (the local sweep launcher
         # sets it empty); CPU torch ignores the variable.
         env["CUDA_VISIBLE_DEVICES"] = "0"
+        if run.trainer.threads is not None:
+            # torch in every process of the job (Ray workers inherit it) on the job's cores: without it each
+            # worker takes every core of the node, and two jobs on one node slow each other down many times.
+            env.update({name: str(run.trainer.threads) for name in THREAD_VARIABLES})
     if backend.verl_agent_dir:
         cwd = str(Path(backend.verl_agent_dir).expanduser().resolve())
         paths.append(cwd)  # Ray workers import verl-agent's packages (agent_system) from wherever they start

@@ -14,7 +14,7 @@ from gaca.backends.cpu.loop import PURPOSE_TASKS, seed_for
 from gaca.backends.verl import cpu_patches
 from gaca.backends.verl.checkout import MARKERS, checkout_problem
 from gaca.backends.verl.env_manager import RUN_CONFIG_VARIABLE, ServedEnvironments
-from gaca.backends.verl.job import CPU_ADDED, CPU_SETTINGS, build_job, served_files
+from gaca.backends.verl.job import CPU_ADDED, CPU_SETTINGS, THREAD_VARIABLES, build_job, served_files
 from gaca.backends.verl.policy_export import CHAT_TEMPLATE, export_starting_policy
 from gaca.backends.verl.preflight import TrainerUnavailable, check_trainer
 from gaca.backends.verl.task_files import TRAIN_FILE, VAL_FILE, write_task_files
@@ -110,6 +110,18 @@ def test_the_export_clones_on_the_runs_threads(tmp_path: Path):
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_cpu_job_runs_its_processes_on_the_runs_threads(tmp_path: Path):
+    given = build_job(served_run(tmp_path, *SMALL, "trainer.threads=1"), "k", "sqlite:///m.db", "r")
+    assert {name: given.env[name] for name in THREAD_VARIABLES} == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    mine = build_job(
+        served_run(tmp_path, *SMALL, "trainer.threads=1", "+backend.env_vars.OMP_NUM_THREADS='3'"),
+        "k",
+        "sqlite:///m.db",
+        "r",
+    )
+    assert mine.env["OMP_NUM_THREADS"] == "3"  # backend.env_vars wins
 
 
 def test_task_files_hold_one_batch_each(tmp_path: Path):
