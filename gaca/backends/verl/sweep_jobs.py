@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 def describe_jobs(runs: list[PlannedRun], uri: str, session: HydraSession) -> str:
     """The exact command line and environment of each verl job, as its job wrapper will start it."""
     from gaca.backends.verl.job import build_job, gpus_per_node
+    from gaca.backends.verl.run_options import verl_options
 
     launcher_gpus = session.launcher_config.get("gpus_per_node")
     launcher_gpus = int(launcher_gpus) if launcher_gpus else None
@@ -19,7 +20,8 @@ def describe_jobs(runs: list[PlannedRun], uri: str, session: HydraSession) -> st
     for run in runs:
         job = build_job(run.config, run.key, uri, run.run_id, launcher_gpus)
         parts.append(f"\nverl job #{run.index} ({run.label}, run key {run.key}):\n{job.shell()}")
-    if session.launcher_name == "slurm" and launcher_gpus is None:
+    on_cpu = all(verl_options(run.config).device == "cpu" for run in runs)  # backend=verl_cpu asks for none
+    if session.launcher_name == "slurm" and launcher_gpus is None and not on_cpu:
         gpus = gpus_per_node(runs[0].config, None)
         parts.append(
             f"\nwarning: hydra.launcher.gpus_per_node is not set, so SLURM allocates no GPU to these jobs while "
