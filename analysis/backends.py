@@ -1,7 +1,7 @@
 """The two trainers side by side: each estimator through the CPU backend and through verl-agent's
 trainer (``backend=verl_cpu``), from the same start, on the same setting, over seeds.
 
-    python -m analysis.backends [--tracking-uri URI] [--experiment gaca] [--out reports/backends]
+    python -m analysis.backends [--tracking-uri URI] [--experiment gaca] [--block BLOCK] [--methods M,...] [--out DIR]
 
 Reads every finished run of the store (one setting: the runs of the two trainers must differ in
 ``backend.*`` and nothing else that changes a result, which the caller ensures by running one
@@ -175,6 +175,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis.backends", description=__doc__.splitlines()[0])
     parser.add_argument("--tracking-uri", default=None, help="default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
     parser.add_argument("--experiment", default=DEFAULT_EXPERIMENT)
+    parser.add_argument("--block", default=None, help="only runs tagged with this gaca.block (default: all)")
+    parser.add_argument(
+        "--methods", default=None, help="only these variants, comma-separated (e.g. gaca,gigpo,grpo; default: all)"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"figures' folder (default: {DEFAULT_OUT})")
     args = parser.parse_args(argv)
 
@@ -183,9 +187,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs = load_runs(client, args.experiment)
     except LookupError as error:
         raise SystemExit(f"python -m analysis.backends: {error}") from None
+    if args.block is not None:
+        runs = runs[runs["block"] == args.block]
     selected = finished_runs(runs)
+    if args.methods is not None:
+        selected = selected[selected["method"].isin(args.methods.split(","))]
     if selected.empty:
-        raise SystemExit("python -m analysis.backends: no finished run with a final evaluation in the store")
+        raise SystemExit("python -m analysis.backends: no finished run with a final evaluation matches the selection")
     frame = curve_frame(selected, load_curves(client, selected["run_id"].tolist(), METRICS))
     print(table(frame))
     for path in figures(frame, args.out):

@@ -80,6 +80,18 @@ def test_an_empty_store_says_so_in_one_line(tmp_path):
     assert not (tmp_path / "figures").exists()
 
 
+def test_block_selects_the_runs_of_one_block(store, tmp_path, capsys):
+    backends.main(["--tracking-uri", store, "--block", "adhoc", "--out", str(tmp_path / "figures")])
+    assert len(rows(capsys.readouterr().out)) == 3  # every synthetic run is of block adhoc
+    with pytest.raises(SystemExit, match="no finished run"):
+        backends.main(["--tracking-uri", store, "--block", "detector", "--out", str(tmp_path / "figures")])
+
+
+def test_methods_keeps_the_variants_named(store, tmp_path, capsys):
+    backends.main(["--tracking-uri", store, "--methods", "grpo,gigpo", "--out", str(tmp_path / "figures")])
+    assert set(rows(capsys.readouterr().out)) == {("grpo", "CPU backend")}
+
+
 def test_an_unknown_experiment_names_the_known_ones(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     log_runs(MlflowClient(uri), "gaca", [SyntheticRun()])
