@@ -29,6 +29,7 @@ from mlflow.tracking import MlflowClient
 from analysis.collect import DEFAULT_EXPERIMENT, EVAL_METRIC, PARAM_PREFIX, load_curves, load_runs, resolve_tracking_uri
 from analysis.figures import PANEL_SIZE, STYLE, save
 from analysis.learning import variant
+from analysis.stability import points
 from analysis.stats import mean_half_width
 from gaca import contract
 
@@ -65,15 +66,9 @@ def _t_interval(values: np.ndarray) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def _points(value: float, signed: bool = False) -> str:
-    if math.isnan(value):
-        return "-"
-    return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
-
-
 def _interval(mean: float, low: float, high: float) -> str:
-    text = _points(mean, signed=True)
-    return text if math.isnan(low) else f"{text} [{_points(low, True)}, {_points(high, True)}]"
+    text = points(mean, signed=True)
+    return text if math.isnan(low) else f"{text} [{points(low, True)}, {points(high, True)}]"
 
 
 def _per_run(frame: pd.DataFrame, metric: str, which: str) -> pd.Series:
@@ -110,17 +105,16 @@ def table(frame: pd.DataFrame) -> str:
     finals: dict[tuple[str, str], pd.Series] = {}
     for (method, backend), group in by_run.groupby(level=["method", "backend"], sort=True):
         group = group.droplevel(["method", "backend"])
-        first, last = steps[0], group.notna().cumsum(axis=1).idxmax(axis=1)
-        final = pd.Series({seed: group.loc[seed, last[seed]] for seed in group.index})
+        final = group.ffill(axis=1).iloc[:, -1]  # each run's last evaluation
         finals[(method, backend)] = final
-        gain = _t_interval((final - group[first]).to_numpy())
-        means = " / ".join(_points(group[s].mean()) for s in steps)
+        gain = _t_interval((final - group[steps[0]]).to_numpy())
+        means = " / ".join(points(group[s].mean()) for s in steps)
         summary = {name: _mean_over_seeds(series, method, backend) for name, series in per_run.items()}
         label = BACKEND_STYLE.get(backend, (None, backend))[1]
         lines.append(
             f"| {method} | {label} | {len(group)} | {means} | {_interval(*gain)} | "
-            f"{_points(summary[(contract.TRAIN_SUCCESS_RATE, 'first')])} → "
-            f"{_points(summary[(contract.TRAIN_SUCCESS_RATE, 'last')])} | "
+            f"{points(summary[(contract.TRAIN_SUCCESS_RATE, 'first')])} → "
+            f"{points(summary[(contract.TRAIN_SUCCESS_RATE, 'last')])} | "
             f"{summary[(contract.TRAIN_INVALID_ACTION_RATE, 'first')]:.2f} → "
             f"{summary[(contract.TRAIN_INVALID_ACTION_RATE, 'last')]:.2f} |"
         )
@@ -132,7 +126,7 @@ def table(frame: pd.DataFrame) -> str:
             seeds = sorted(set(cpu.index) & set(verl.index))
             if seeds:
                 paired = (verl[seeds] - cpu[seeds]).to_numpy()
-                per_seed = ", ".join(f"{s}: {_points(d, True)}" for s, d in zip(seeds, paired, strict=True))
+                per_seed = ", ".join(f"{s}: {points(d, True)}" for s, d in zip(seeds, paired, strict=True))
                 differences.append(
                     f"- {method}: final success verl − cpu {_interval(*_t_interval(paired))} points over "
                     f"{len(seeds)} seeds (per seed {per_seed})"

@@ -189,8 +189,11 @@ def select_runs(runs: pd.DataFrame, block: str | None, where: Mapping[str, objec
     return chosen
 
 
-def points(value: float) -> str:
-    return "---" if math.isnan(value) else f"{100 * value:.1f}"
+def points(value: float, signed: bool = False) -> str:
+    """A rate in percentage points, one decimal (``signed``: with its sign); ``---`` for NaN."""
+    if math.isnan(value):
+        return "---"
+    return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
 
 
 def seed_table(summary: SettingSummary) -> list[str]:
