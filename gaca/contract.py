@@ -135,6 +135,7 @@ TAG_SEED = "gaca.seed"
 TAG_SCALE = "gaca.scale"
 TAG_BACKEND = "gaca.backend"
 TAG_GIT_COMMIT = "gaca.git_commit"
+TAG_EXTENDED_FROM = "gaca.extended_from"
 TAG_STUDY = "gaca.study"
 TAG_TRIAL = "gaca.trial"
 TAG_TRIAL_STATE = "gaca.trial_state"
@@ -150,6 +151,8 @@ TAGS: Mapping[str, str] = {
     TAG_SCALE: "the model preset, or the checkpoint's folder name for model=path",
     TAG_BACKEND: "backend.name: cpu or verl",
     TAG_GIT_COMMIT: "the commit of the checkout the run ran from",
+    TAG_EXTENDED_FROM: "RUN_ID@M: the run began from iteration M's checkpoint of that finished shorter run of the "
+    "same configuration, its curves up to M copied (gaca.backends.cpu.extension)",
     TAG_STUDY: "search trials only: the Optuna study",
     TAG_TRIAL: "search trials only: the trial number",
     TAG_TRIAL_STATE: "search trials only: the trial's state as told to Optuna",
@@ -232,7 +235,7 @@ SEEDS = (0, 1, 2)
 seed=0,1,2,3,4`` runs more). The report never assumes this count: a cell's n follows the runs found."""
 
 # --- identity ----------------------------------------------------------------------------------
-NOT_IDENTITY = ("tracking", "output_dir", "resume", "block", "hydra", "launcher")
+NOT_IDENTITY = ("tracking", "output_dir", "resume", "extend", "block", "hydra", "launcher")
 """Where a run is logged, written or dispatched does not change what it computes."""
 NOT_IDENTITY_TRAINER = ("estimated_cpu_minutes", "estimated_gpu_hours", "transcripts", "preset")
 NOT_IDENTITY_MODEL = ("device",)

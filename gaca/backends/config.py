@@ -54,6 +54,9 @@ class RunConfig:
     """Continue from this run's last checkpoint when one exists."""
     backend: BackendConfig = field(default_factory=BackendConfig)
     """What trains it: the embedded CPU trainer (default) or a verl job on GPUs (``gaca.backends.BACKENDS``)."""
+    extend: bool = True
+    """Start from the last checkpoint of the same configuration's finished run with the most iterations
+    below ``trainer.iterations`` (CPU trainer, constant learning rate; ``gaca.backends.cpu.extension``)."""
 
     def __post_init__(self) -> None:
         if self.trainer.tasks_per_iteration > self.env.num_train_tasks:
@@ -97,9 +100,11 @@ class RunConfig:
             raise ValueError(f"block must be a non-empty string, got {block!r}")
         resume = values.get("resume", True)
         check_bool("resume", resume)
+        extend = values.get("extend", True)
+        check_bool("extend", extend)
         backend = BackendConfig.from_dict(plain(values.get("backend") or {}, "backend"))
         output_dir = str(values.get("output_dir", "runs"))
-        return cls(algorithm, env, model, trainer, tracking, seed, block, output_dir, resume, backend)
+        return cls(algorithm, env, model, trainer, tracking, seed, block, output_dir, resume, backend, extend)
 
     def to_dict(self) -> dict[str, Any]:
         """A plain mapping that ``from_dict`` reads back (the backend node flat, as in Hydra)."""

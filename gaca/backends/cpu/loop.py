@@ -20,6 +20,7 @@ import torch
 from gaca import contract
 from gaca.backends.config import RunConfig
 from gaca.backends.cpu.checkpoint import load_checkpoint, save_checkpoint
+from gaca.backends.cpu.extension import adopt, extensible, find_source
 from gaca.backends.cpu.garbage_collector import relaxed_gc
 from gaca.backends.cpu.ppo import UpdateStats, ppo_update
 from gaca.backends.cpu.progress import Progress
@@ -196,11 +197,13 @@ def train(
     if isinstance(opened, TrainResult):
         return opened
     with relaxed_gc(), finishing(opened.logger):
-        return _train(run, opened, quiet, stop_after)
+        return _train(run, resolved, opened, quiet, stop_after)
 
 
-def _train(run: RunConfig, opened: OpenRun, quiet: bool | None, stop_after: int | None) -> TrainResult:
-    """The scaffolding around ``iteration``: resume, evaluation, logging, checkpoints, timers."""
+def _train(
+    run: RunConfig, resolved: dict[str, Any], opened: OpenRun, quiet: bool | None, stop_after: int | None
+) -> TrainResult:
+    """The scaffolding around ``iteration``: resume or extend, evaluation, logging, checkpoints, timers."""
     key, logger, trainer = opened.key, opened.logger, run.trainer
     family = make_family(run.env)
     output = Path(run.output_dir)
@@ -208,7 +211,11 @@ def _train(run: RunConfig, opened: OpenRun, quiet: bool | None, stop_after: int 
     checkpoint = load_checkpoint(checkpoint_dir, newest=logger.logged_until) if run.resume and opened.resumed else None
     if checkpoint is not None and checkpoint.state.get("run_id") != logger.run_id:
         checkpoint = None  # a checkpoint of a run MLflow does not know starts over
-    if checkpoint is not None:
+    if checkpoint is None and (run.resume or not opened.resumed) and extensible(run):
+        source = find_source(logger, resolved, trainer.iterations)
+        if source is not None and adopt(source, logger, output, checkpoint_dir, trainer.eval_every) is not None:
+            checkpoint = load_checkpoint(checkpoint_dir)
+    elif checkpoint is not None:
         print(
             f"gaca train: resumed run {key} from iteration {checkpoint.iteration} ({checkpoint.folder})",
             file=sys.stderr,

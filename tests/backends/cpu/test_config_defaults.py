@@ -31,7 +31,7 @@ def test_the_model_defaults_are_the_yaml(default):
 
 def test_the_run_defaults_are_the_yaml(default):
     fields = RunConfig.__dataclass_fields__
-    for key in ("seed", "block", "output_dir", "resume"):
+    for key in ("seed", "block", "output_dir", "resume", "extend"):
         assert fields[key].default == default[key], key
 
 

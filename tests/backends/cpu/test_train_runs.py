@@ -105,3 +105,51 @@ def _policy_weights(checkpoint_dir):
     from gaca.backends.cpu.checkpoint import load_checkpoint
 
     return load_checkpoint(checkpoint_dir).policy.model.state_dict()
+
+
+def test_a_longer_run_extends_a_finished_shorter_one_to_the_same_numbers(workdir, compose_run):
+    """4 iterations, then the same configuration with 6: iterations 5-6 only, and every point, artifact
+    and weight as a 6-iteration run from iteration 0 (in another experiment, which has no shorter run)."""
+    tmp_path, uri = workdir
+    short_run, short_resolved = compose_run("algorithm=gaca", "trainer.iterations=3")
+    short = train(short_run, short_resolved, quiet=True)
+    run, resolved = compose_run("algorithm=gaca", "trainer.iterations=6")
+    extended = train(run, resolved, quiet=True)
+    fresh_run, fresh_resolved = compose_run(
+        "algorithm=gaca", "trainer.iterations=6", "tracking.experiment=fresh", "output_dir=fresh"
+    )
+    fresh = train(fresh_run, fresh_resolved, quiet=True)
+
+    client = MlflowClient(uri)
+    record = client.get_run(extended.run_id)
+    assert extended.run_key == fresh.run_key != short.run_key and extended.run_id not in (short.run_id, fresh.run_id)
+    assert record.info.status == "FINISHED"
+    assert record.data.tags[contract.TAG_EXTENDED_FROM] == f"{short.run_id}@3"
+    assert contract.TAG_EXTENDED_FROM not in client.get_run(fresh.run_id).data.tags
+    assert extended.final_eval_success == fresh.final_eval_success
+    for key in set(contract.METRICS) - set(contract.REMOTE_WORKER_METRICS):
+        if key.startswith("perf/"):
+            continue  # seconds
+        a = [(m.step, m.value) for m in client.get_metric_history(fresh.run_id, key)]
+        b = [(m.step, m.value) for m in client.get_metric_history(extended.run_id, key)]
+        assert a == b, key
+    # the short run evaluated at its last iteration, 3; a 6-iteration run evaluates at 0, 2, 4, 6 only
+    assert [m.step for m in client.get_metric_history(extended.run_id, "eval/success_rate")] == [0, 2, 4, 6]
+    assert "final/eval_success_rate" in client.get_run(short.run_id).data.metrics
+    for name in ("eval/outcomes_00002.csv", "eval/outcomes_00006.csv"):
+        ours = open(client.download_artifacts(extended.run_id, name)).read()
+        assert ours == open(client.download_artifacts(fresh.run_id, name)).read(), name
+    evaluations = {a.path.rsplit("/", 1)[-1] for a in client.list_artifacts(extended.run_id, "eval")}
+    assert "outcomes_00003.csv" not in evaluations
+    for name, value in _policy_weights(tmp_path / "fresh" / fresh.run_key).items():
+        torch.testing.assert_close(_policy_weights(tmp_path / "runs" / extended.run_key)[name], value, rtol=0, atol=0)
+    assert client.get_run(short.run_id).data.tags.get(contract.TAG_EXTENDED_FROM) is None  # left as it was
+
+
+@pytest.mark.parametrize("setting", ["trainer.lr_schedule=linear", "extend=false"])
+def test_no_extension_where_the_first_iterations_differ_or_it_is_off(workdir, compose_run, setting):
+    _, uri = workdir
+    train(*compose_run("algorithm=grpo", "trainer.iterations=2", setting), quiet=True)
+    longer = train(*compose_run("algorithm=grpo", "trainer.iterations=3", setting), quiet=True)
+    tags = MlflowClient(uri).get_run(longer.run_id).data.tags
+    assert contract.TAG_EXTENDED_FROM not in tags
