@@ -1,6 +1,6 @@
 """Speed of the policy on synthetic agent prompts: batched generation and the PPO forward+backward.
 
-    python -m gaca.bench.policy [--batch-sizes 32 128] [--models tiny small] [--repeats 3]
+    python -m gaca.bench.policy [--batch-sizes 32 128] [--models tiny small] [--repeats 3] [--compile]
 
 Prompts are built with the real template from random words and cut to ``max_prompt_tokens``; every row
 has its own admissible set of 12 household-style commands. Rows are distinct unless ``--group-size`` > 1
@@ -80,19 +80,44 @@ def bench_generation(policy: Policy, prompts: Sequence[str], admissible: Sequenc
     }
 
 
-def bench_training(policy: Policy, prompts: Sequence[str], admissible: Sequence[Sequence[str]], repeats: int) -> dict:
+def bench_training(
+    policy: Policy, prompts: Sequence[str], admissible: Sequence[Sequence[str]], repeats: int, compiled: bool = False
+) -> dict:
+    """The update's forward + backward; ``compiled``: through ``torch.compile(dynamic=True)``, whose first
+    call (compiling, or loading the inductor cache) is reported apart, with the largest log-prob
+    difference from the eager model on the same rows."""
     generation = generate(policy, prompts, admissible, 1.0, policy.generator(0))
+    model = torch.compile(policy.model, dynamic=True) if compiled else policy.model
+
+    def logprobs() -> torch.Tensor:
+        values, _, mask = sequence_logprobs(
+            model,
+            generation.prompt_ids,
+            generation.response_ids,
+            1.0,
+            generation.allowed,  # type: ignore[arg-type]
+        )
+        return values * mask
 
     def step() -> None:
         policy.model.zero_grad(set_to_none=True)
-        logprobs, _, mask = sequence_logprobs(
-            policy.model, generation.prompt_ids, generation.response_ids, 1.0, generation.allowed
-        )
-        (-(logprobs * mask).sum() / mask.sum()).backward()
+        values = logprobs()
+        (-values.sum() / max(1, sum(len(ids) for ids in generation.response_ids))).backward()
 
+    began = time.perf_counter()
+    step()
+    first = time.perf_counter() - began
     seconds, _ = best_seconds(step, repeats)
     tokens = sum(len(p) + len(r) for p, r in zip(generation.prompt_ids, generation.response_ids))
-    return {"ms/batch": 1000 * seconds, "tok/s": tokens / seconds}
+    row = {"compile": "yes" if compiled else "no", "ms/batch": 1000 * seconds, "tok/s": tokens / seconds}
+    row["first call s"] = first
+    if compiled:
+        with torch.no_grad():
+            eager, _, mask = sequence_logprobs(
+                policy.model, generation.prompt_ids, generation.response_ids, 1.0, generation.allowed
+            )
+            row["max |dlogp|"] = f"{float(((eager * mask) - logprobs()).abs().max()):.1e}"
+    return row
 
 
 def format_table(rows: list[dict]) -> str:
@@ -113,6 +138,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--compile", action="store_true", help="also time the update through torch.compile")
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -129,13 +155,19 @@ def main(argv: Sequence[str] | None = None) -> None:
                 generation_rows.append({**head, "B": batch_size, **result})
             if decoding == "constrained":
                 prompts, admissible, _ = synthetic_rows(args.train_batch_size, 1, seed=1)
-                result = bench_training(policy, prompts, admissible, args.repeats)
-                training_rows.append({**head, "B": args.train_batch_size, **result})
+                for compiled in (False, True) if args.compile else (False,):
+                    result = bench_training(policy, prompts, admissible, args.repeats, compiled)
+                    training_rows.append({**head, "B": args.train_batch_size, **result})
 
     print(f"device: {policy.device}, torch threads: {torch.get_num_threads()}")
     print("\ngeneration (temperature 1, KV cache, one batch)")
     print(format_table(generation_rows))
     print("\ntraining: sequence_logprobs forward + backward (prompt + response tokens)")
+    if args.compile:
+        eager = {row["model"]: row["ms/batch"] for row in training_rows if row["compile"] == "no"}
+        for row in training_rows:
+            row["speed-up"] = f"{eager[row['model']] / row['ms/batch']:.2f}x"
+            row.setdefault("max |dlogp|", "-")
     print(format_table(training_rows))
 
 
