@@ -31,6 +31,7 @@ from analysis.block_rows import (
 )
 from analysis.collect import DIAGNOSTIC_METRICS, EVAL_METRIC, FINAL_METRIC, PARAM_PREFIX, auc_by_run, run_config
 from analysis.comparison import Comparison
+from analysis.where import mismatches
 
 SELECTIONS = ("final", "best")
 MEASURES = ("final", "auc")
@@ -124,14 +125,20 @@ def empty_result(key: CellKey, expected: tuple[int, ...] = ()) -> CellResult:
     return CellResult(key, (), (), np.zeros(0), None, np.zeros(0), expected)
 
 
-def screen(runs: pd.DataFrame, wanted: Collection[CellKey], preset: str | None = None) -> pd.DataFrame:
+def screen(
+    runs: pd.DataFrame,
+    wanted: Collection[CellKey],
+    preset: str | None = None,
+    where: Mapping[str, object] | None = None,
+) -> pd.DataFrame:
     """``runs`` (from ``collect.load_runs``, newest first) with ``cell`` and ``reason`` columns.
 
     ``reason`` is None for a run that may fill a cell, else why not, in this order: not a gaca
     training run, unfinished, a missing tag or param, a duplicate of a newer FINISHED run with the
     same ``gaca.run_key``, outside the requested cells, or another configuration: a config that
     differs from the rest of its environment and scale in anything but the estimator and the seed
-    (the most common one there wins, and ``preset`` when given), listed with the keys that differ.
+    (the most common one there wins, and ``preset`` when given), listed with the keys that differ;
+    ``where`` (``analysis.where``) pins params before the most common setting is chosen.
     """
     ledger = runs.copy()
     identified = [_identify(row) for row in ledger.to_dict("records")]
@@ -151,6 +158,11 @@ def screen(runs: pd.DataFrame, wanted: Collection[CellKey], preset: str | None =
     outside = ledger["reason"].isna() & ~ledger["cell"].isin(wanted)
     ledger.loc[outside, "reason"] = OUTSIDE
 
+    if where:
+        pinned = ledger["reason"].isna()
+        reasons = mismatches(ledger.loc[pinned], where)
+        off = reasons.notna()
+        ledger.loc[reasons.index[off], "reason"] = [f"{OTHER_CONFIGURATION}: {r} (--where)" for r in reasons[off]]
     _screen_protocol(ledger, preset)
     return ledger
 

@@ -30,6 +30,7 @@ from mlflow.tracking import MlflowClient
 from analysis import cells, claims_text, collect, figures, horizon, latex, paper_claims, sequential_replay, tables
 from analysis.block_rows import Block, environment_label, report_blocks, scale_label
 from analysis.cells import CellKey, CellResult, Plan
+from analysis.where import check_keys, parse_where, pinned
 from gaca.estimators.registry import ESTIMATORS
 
 
@@ -115,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"only this scale (default: all for main; the ablations' as --env, {blocks.ablation_scale} when none is)",
     )
     parser.add_argument("--preset", help="only runs of this trainer.preset (default: each setting's most common)")
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only runs with this param value, e.g. trainer.kl_coef=0.1 (repeatable)",
+    )
     parser.add_argument("--no-pdf", action="store_true", help="write report.tex but do not compile it")
     return parser
 
@@ -133,14 +141,23 @@ class Runs:
     """Every run of the experiment as ``collect.load_runs`` reads it."""
 
 
-def read(client: MlflowClient, experiment: str, plan: Plan, selection: str, preset: str | None) -> tuple[Plan, Runs]:
+def read(
+    client: MlflowClient,
+    experiment: str,
+    plan: Plan,
+    selection: str,
+    preset: str | None,
+    where: Mapping[str, object] | None = None,
+) -> tuple[Plan, Runs]:
     """Screen the experiment's runs, apply the selection protocol, and read what the cells need;
-    the plan comes back with the ablations' setting taken from where their runs are."""
+    the plan comes back with the ablations' setting taken from where their runs are. ``where``:
+    only runs whose params have these values (a key no run logs is a LookupError)."""
     uri = client.tracking_uri
     logged = collect.load_runs(client, experiment)
+    check_keys(logged, where or {}, experiment)
     plan = dataclasses.replace(plan, ablations_at=cells.ablation_setting(logged))
     wanted = plan.wanted()
-    ledger = cells.screen(logged, wanted, preset)
+    ledger = cells.screen(logged, wanted, preset, where)
     curves = collect.load_curves(client, list(ledger.loc[ledger["reason"].isna(), "run_id"]))
     ledger = cells.select(ledger, curves, selection)
     used = cells.used(ledger)
@@ -161,6 +178,10 @@ def read(client: MlflowClient, experiment: str, plan: Plan, selection: str, pres
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        args.where = parse_where(args.where)
+    except ValueError as error:
+        parser.error(str(error))
     blocks = report_blocks().by_name
     unknown = [name for name in args.blocks if name not in blocks and name != horizon.BLOCK]
     if unknown:
@@ -174,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = Plan(tuple(blocks[name] for name in (args.blocks or blocks)), env=args.env, scale=args.scale)
     client = MlflowClient(collect.resolve_tracking_uri(args.tracking_uri))
     try:
-        plan, runs = read(client, args.experiment, plan, args.selection, args.preset)
+        plan, runs = read(client, args.experiment, plan, args.selection, args.preset, args.where)
     except LookupError as error:
         print(f"gaca report: {error}", file=sys.stderr)
         return 2
@@ -206,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(f"  {path}" for path in written))
     print(pdf_line)
     if wants_horizon:
-        horizon_written, missing = horizon.write(runs.logged, out)
+        horizon_written, missing = horizon.write(pinned(runs.logged, args.where, args.experiment), out)
         print(missing or "\n".join(f"  {path}" for path in horizon_written))
     if not any(result.n for result in runs.results.values()):
         print("gaca report: no run fills any requested cell (see the exclusions above)", file=sys.stderr)
@@ -218,7 +239,7 @@ def report_horizon(args: argparse.Namespace) -> int:
     """``gaca report horizon``: success against horizon per method (figure and horizon.md)."""
     client = MlflowClient(collect.resolve_tracking_uri(args.tracking_uri))
     try:
-        logged = collect.load_runs(client, args.experiment)
+        logged = pinned(collect.load_runs(client, args.experiment), args.where, args.experiment)
     except LookupError as error:
         print(f"gaca report: {error}", file=sys.stderr)
         return 2
@@ -392,7 +413,9 @@ def summary_lines(args: argparse.Namespace, plan: Plan, runs: Runs) -> list[str]
     source = _describe_uri(collect.resolve_tracking_uri(args.tracking_uri))
     lines = [
         f"Source: experiment '{args.experiment}' in {source}; selection: {args.selection} evaluation; "
-        f"blocks: {', '.join(block.name for block in plan.blocks)}.",
+        f"blocks: {', '.join(block.name for block in plan.blocks)}"
+        + "".join(f"; only {key}={value}" for key, value in (getattr(args, "where", None) or {}).items())
+        + ".",
         f"Runs: {len(ledger)} read, {len(ledger) - len(reasons)} used in {filled} of {len(results)} cells, "
         f"{len(excluded)} excluded, {outside} not in the requested tables.",
     ]

@@ -26,7 +26,8 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 from scipy import stats
 
-from analysis.collect import PARAM_PREFIX, load_curves, load_runs, resolve_tracking_uri, run_config
+from analysis.collect import load_curves, load_runs, resolve_tracking_uri, run_config
+from analysis.where import mismatches, parse_where
 from gaca import contract
 from gaca.bench.testbed import LAST, PROPERTIES, start_and_trained
 
@@ -181,12 +182,7 @@ def select_runs(runs: pd.DataFrame, block: str | None, where: Mapping[str, objec
     chosen = runs[runs["status"] == "FINISHED"]
     if block is not None:
         chosen = chosen[chosen["block"] == block]
-    for key, value in where.items():
-        column = PARAM_PREFIX + key
-        if column not in chosen:
-            return chosen.iloc[0:0]
-        chosen = chosen[chosen[column].map(contract.normalize) == contract.normalize(value)]
-    return chosen
+    return chosen[mismatches(chosen, where).isna()]
 
 
 def points(value: float, signed: bool = False) -> str:
@@ -253,16 +249,6 @@ def properties(summaries: Sequence[SettingSummary], curves: pd.DataFrame) -> str
                 cells.append(f"{np.mean(values):.3f}" if values else "-")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join([*lines, "", f"start: iteration 1 (the prior row: step 0); trained: mean of the last {LAST}"])
-
-
-def parse_where(items: Sequence[str]) -> dict[str, object]:
-    where = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--where {item!r}: expected KEY=VALUE, e.g. trainer.kl_coef=0.1")
-        where[key] = contract.parse_param(value)
-    return where
 
 
 def main(argv: Sequence[str] | None = None) -> int:

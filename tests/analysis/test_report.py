@@ -140,3 +140,52 @@ def test_the_ablations_are_read_where_their_runs_are(tmp_path):
     assert set(cells["env"]) == {"errand"} and cells["n_seeds"].tolist() == [2, 2, 2]
     assert main(["detector", "--env", "household", "--tracking-uri", uri, "--out", str(out), "--no-pdf"]) == 0
     assert pd.read_csv(out / "tables" / "cells.csv")["n_seeds"].tolist() == [1, 0, 0]
+
+
+def test_where_pins_the_setting_a_report_reads(tmp_path, capsys):
+    """Two trainer settings of the detector block in one store: the most common one by default,
+    the other with --where; a key no run logs and a malformed item are one-line errors."""
+    from mlflow.tracking import MlflowClient
+
+    from analysis.block_rows import get_block
+    from analysis.synthetic import SyntheticRun, log_runs
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    settings = {0.01: (0.5, (0, 1, 2)), 0.1: (0.8, (0, 1))}  # kl_coef: (final success, seeds)
+    runs = [
+        SyntheticRun(
+            "gaca",
+            "errand",
+            seed=seed,
+            overrides={**dict(variant.overrides), "trainer.kl_coef": kl},
+            final_success=success,
+            block="detector",
+            train_metrics=False,
+        )
+        for kl, (success, seeds) in settings.items()
+        for variant in get_block("detector").variants
+        for seed in seeds
+    ]
+    log_runs(MlflowClient(uri), "gaca", runs, artifact_location=str(tmp_path / "artifacts"))
+    out = tmp_path / "reports"
+
+    def cells(*args: str) -> pd.DataFrame:
+        assert main(["detector", "--tracking-uri", uri, "--out", str(out), "--no-pdf", *args]) == 0
+        return pd.read_csv(out / "tables" / "cells.csv")
+
+    default = cells()
+    assert default["n_seeds"].tolist() == [3, 3, 3] and default["mean"].tolist() == pytest.approx([0.5] * 3)
+    capsys.readouterr()
+    pinned = cells("--where", "trainer.kl_coef=0.10")
+    assert pinned["n_seeds"].tolist() == [2, 2, 2] and pinned["mean"].tolist() == pytest.approx([0.8] * 3)
+    shown = capsys.readouterr().out
+    assert "only trainer.kl_coef=0.1." in shown and "trainer.kl_coef=0.01 (not 0.1) (--where) x9" in shown
+
+    assert main(["detector", "--tracking-uri", uri, "--out", str(tmp_path / "x"), "--where", "trainer.kl=0.1"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "gaca report: --where trainer.kl: no run of experiment 'gaca' logs this param"
+    )
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(SystemExit) as exit:
+        main(["detector", "--tracking-uri", uri, "--where", "trainer.kl_coef"])
+    assert exit.value.code == 2 and "expected KEY=VALUE" in capsys.readouterr().err
