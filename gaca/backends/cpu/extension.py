@@ -38,16 +38,13 @@ def extensible(run: RunConfig) -> bool:
     return run.extend and run.backend.name == "cpu" and run.trainer.lr_schedule == "constant"
 
 
-def find_source(logger: RunLogger, resolved: dict[str, Any], iterations: int) -> Source | None:
+def find_source(client: Any, uri: str, experiment_id: str, resolved: dict[str, Any], iterations: int) -> Source | None:
     """The finished run with the most iterations below ``iterations`` whose configuration is ``resolved``
-    with only ``trainer.iterations`` changed, in the logger's experiment; None when there is none."""
+    with only ``trainer.iterations`` changed, in ``experiment_id``; None when there is none."""
     candidates: dict[str, int] = {}
     for m in range(1, iterations):
         shorter = {**resolved, "trainer": {**resolved["trainer"], "iterations": m}}
         candidates[run_key(shorter)] = m
-    client = logger.client
-    uri = logger.uri
-    experiment_id = patiently(lambda: client.get_run(logger.run_id).info.experiment_id, uri, "reading the run")
     # MLflow's filter has no IN for tags: narrow by the seed's and method's tags, match keys here.
     narrow = (
         f"tags.`{contract.TAG_SEED}` = '{resolved['seed']}' and "
