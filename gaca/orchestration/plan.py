@@ -48,6 +48,8 @@ class PlannedRun:
     """What tells it apart from the plan's other runs: its grid point without the shared overrides."""
     resolved: dict[str, Any] = field(default_factory=dict, repr=False)
     """The composed config as a plain nested dict (what ``run_key`` hashes)."""
+    extends: int | None = None
+    """To run from the end of a finished run of this many iterations (``gaca.backends.cpu.extension``)."""
 
     @property
     def checkpoint_dir(self) -> Path:
@@ -209,6 +211,23 @@ def attach_states(runs: Iterable[PlannedRun], recorded: Mapping[str, RecordedRun
             run.state = FAILED_BEFORE
 
 
+def attach_extensions(runs: Iterable[PlannedRun], recorded: Mapping[str, RecordedRun]) -> None:
+    """For each run to start, the longest finished shorter run of its configuration that it will extend:
+    finished in MLflow, its checkpoints still in the run's ``output_dir``."""
+    from gaca.backends.cpu.extension import extensible, shorter_keys
+
+    for run in runs:
+        run.extends = None
+        if run.state != TO_RUN or not extensible(run.config):
+            continue
+        found = [
+            m
+            for key, m in shorter_keys(run.resolved).items()
+            if key in recorded and recorded[key].status == "FINISHED" and (Path(run.config.output_dir) / key).is_dir()
+        ]
+        run.extends = max(found, default=None)
+
+
 @dataclass(frozen=True)
 class Estimate:
     runs: int
@@ -228,4 +247,10 @@ def estimate(runs: list[PlannedRun]) -> Estimate:
     gpu = [r.config.trainer.estimated_gpu_hours for r in runs]
     if any(hours > 0 for hours in gpu) or any(backend_spec(r.config.backend.name).on_gpus for r in runs):
         return Estimate(len(runs), sum(gpu), "GPU hours")
-    return Estimate(len(runs), sum(r.config.trainer.estimated_cpu_minutes for r in runs), "CPU minutes")
+    return Estimate(len(runs), sum(r.config.trainer.estimated_cpu_minutes * share(r) for r in runs), "CPU minutes")
+
+
+def share(run: PlannedRun) -> float:
+    """The part of a run's iterations it trains: all, or those after the run it extends."""
+    iterations = run.config.trainer.iterations
+    return 1.0 if run.extends is None else (iterations - run.extends) / iterations

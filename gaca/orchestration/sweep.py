@@ -93,7 +93,14 @@ def main(argv: list[str]) -> int:
 
 def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: bool) -> int:
     """List ``runs`` with their state; unless ``dry_run``, launch the unfinished ones and wait."""
-    from gaca.orchestration.plan import attach_states, estimate, recorded_runs, shared_overrides, tracking_of
+    from gaca.orchestration.plan import (
+        attach_extensions,
+        attach_states,
+        estimate,
+        recorded_runs,
+        shared_overrides,
+        tracking_of,
+    )
     from gaca.tracking.backup import prepare_for_writes
 
     try:
@@ -107,7 +114,9 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
         return EXIT_INVALID
     if not dry_run:
         prepare_for_writes(uri, experiment, f"sweep-{name}")  # once, before any job opens the store
-    attach_states(runs, recorded_runs(uri, experiment))
+    recorded = recorded_runs(uri, experiment)
+    attach_states(runs, recorded)
+    attach_extensions(runs, recorded)
     print(redact_text(run_table(runs)))
     shared = shared_overrides(runs)
     if shared:
@@ -186,7 +195,7 @@ def run_table(runs: list[PlannedRun]) -> str:
             run.index,
             " +".join([run.block, *run.also_in]),
             run.key,
-            "skip (done)" if run.state == DONE else run.state,
+            "skip (done)" if run.state == DONE else run.state + (f" (from {run.extends})" if run.extends else ""),
             run.label,
         ]
         for run in runs

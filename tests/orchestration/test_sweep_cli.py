@@ -133,3 +133,24 @@ def test_jobs_start_round_robin_over_their_starting_policies(workspace: Path):
     assert order == [(seed, detector) for detector in ("entropy", "uniform", "random") for seed in (0, 1, 2)]
     scratch = plan_runs(blocks, ["trainer.init=scratch", "seed=0"], session.compose)
     assert sweep.launch_order(scratch) == scratch  # one starting policy: plan order
+
+
+def test_a_longer_budget_extends_the_finished_runs_and_the_plan_says_so(workspace: Path, capsys):
+    entropy = ["detector", "seed=0", "algorithm.detector=entropy", *TINY]
+    assert sweep.main([*entropy, "trainer.iterations=3"]) == 0
+    capsys.readouterr()
+    assert sweep.main([*entropy, "--dry-run"]) == 0  # TINY: 6 iterations
+    out = capsys.readouterr().out
+    assert "to run (from 3)" in out
+    assert "to launch: 1 runs, about 0.5 CPU minutes (0.50 per run)" in out  # quick: 1.0 a run, half of it left
+    assert sweep.main([*entropy, "extend=false", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "(from 3)" not in out and "about 1.0 CPU minutes" in out
+    assert sweep.main(entropy) == 0
+    client = MlflowClient(f"sqlite:///{workspace / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("gaca").experiment_id])
+    by_iterations = {r.data.params["trainer.iterations"]: r for r in runs}
+    assert set(by_iterations) == {"3", "6"} and all(r.info.status == "FINISHED" for r in runs)
+    assert by_iterations["6"].data.tags["gaca.extended_from"] == f"{by_iterations['3'].info.run_id}@3"
+    steps = [m.step for m in client.get_metric_history(by_iterations["6"].info.run_id, "train/success_rate")]
+    assert steps == [1, 2, 3, 4, 5, 6]

@@ -19,7 +19,6 @@ from typing import Any
 
 from gaca import contract
 from gaca.backends.config import RunConfig
-from gaca.backends.cpu.checkpoint import load_checkpoint, save_checkpoint
 from gaca.tracking.identity import run_key
 from gaca.tracking.run import RunLogger, patiently
 
@@ -38,13 +37,18 @@ def extensible(run: RunConfig) -> bool:
     return run.extend and run.backend.name == "cpu" and run.trainer.lr_schedule == "constant"
 
 
-def find_source(client: Any, uri: str, experiment_id: str, resolved: dict[str, Any], iterations: int) -> Source | None:
-    """The finished run with the most iterations below ``iterations`` whose configuration is ``resolved``
+def shorter_keys(resolved: dict[str, Any]) -> dict[str, int]:
+    """Run key -> iterations, of ``resolved`` with each ``trainer.iterations`` below its own."""
+    keys: dict[str, int] = {}
+    for m in range(1, int(resolved["trainer"]["iterations"])):
+        keys[run_key({**resolved, "trainer": {**resolved["trainer"], "iterations": m}})] = m
+    return keys
+
+
+def find_source(client: Any, uri: str, experiment_id: str, resolved: dict[str, Any]) -> Source | None:
+    """The finished run with the most iterations below ``resolved``'s whose configuration is ``resolved``
     with only ``trainer.iterations`` changed, in ``experiment_id``; None when there is none."""
-    candidates: dict[str, int] = {}
-    for m in range(1, iterations):
-        shorter = {**resolved, "trainer": {**resolved["trainer"], "iterations": m}}
-        candidates[run_key(shorter)] = m
+    candidates = shorter_keys(resolved)
     # MLflow's filter has no IN for tags: narrow by the seed's and method's tags, match keys here.
     narrow = (
         f"tags.`{contract.TAG_SEED}` = '{resolved['seed']}' and "
@@ -75,6 +79,8 @@ def adopt(source: Source, logger: RunLogger, output: Path, checkpoint_dir: Path,
     What the longer run would not have logged is left out: the ``final/`` metrics, and the evaluation
     the source made at its last iteration when that is not one of ``eval_every``'s.
     """
+    from gaca.backends.cpu.checkpoint import load_checkpoint, save_checkpoint
+
     checkpoint = load_checkpoint(output / source.key)
     if checkpoint is None or checkpoint.iteration < 1:
         return None

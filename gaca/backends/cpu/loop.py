@@ -213,7 +213,7 @@ def _train(
         checkpoint = None  # a checkpoint of a run MLflow does not know starts over
     if checkpoint is None and (run.resume or not opened.resumed) and extensible(run):
         experiment_id = logger.client.get_run(logger.run_id).info.experiment_id
-        source = find_source(logger.client, logger.uri, experiment_id, resolved, trainer.iterations)
+        source = find_source(logger.client, logger.uri, experiment_id, resolved)
         if source is not None and adopt(source, logger, output, checkpoint_dir, trainer.eval_every) is not None:
             checkpoint = load_checkpoint(checkpoint_dir)
     elif checkpoint is not None:
