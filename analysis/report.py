@@ -414,7 +414,7 @@ def summary_lines(args: argparse.Namespace, plan: Plan, runs: Runs) -> list[str]
     lines = [
         f"Source: experiment '{args.experiment}' in {source}; selection: {args.selection} evaluation; "
         f"blocks: {', '.join(block.name for block in plan.blocks)}"
-        + "".join(f"; only {key}={value}" for key, value in (getattr(args, "where", None) or {}).items())
+        + (f"; only runs with {', '.join(f'{k}={v}' for k, v in args.where.items())}" if args.where else "")
         + ".",
         f"Runs: {len(ledger)} read, {len(ledger) - len(reasons)} used in {filled} of {len(results)} cells, "
         f"{len(excluded)} excluded, {outside} not in the requested tables.",

@@ -179,7 +179,7 @@ def test_where_pins_the_setting_a_report_reads(tmp_path, capsys):
     pinned = cells("--where", "trainer.kl_coef=0.10")
     assert pinned["n_seeds"].tolist() == [2, 2, 2] and pinned["mean"].tolist() == pytest.approx([0.8] * 3)
     shown = capsys.readouterr().out
-    assert "only trainer.kl_coef=0.1." in shown and "trainer.kl_coef=0.01 (not 0.1) (--where) x9" in shown
+    assert "only runs with trainer.kl_coef=0.1." in shown and "trainer.kl_coef=0.01 (not 0.1) (--where) x9" in shown
 
     assert main(["detector", "--tracking-uri", uri, "--out", str(tmp_path / "x"), "--where", "trainer.kl=0.1"]) == 2
     assert capsys.readouterr().err.strip() == (
