@@ -217,8 +217,9 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
         flush=True,
     )
     by_key = {run.key: run for run in runs}
-    progress = Progress(len(runs), sum(run.config.trainer.iterations for run in runs))
-    iterations: dict[str, int] = {}  # run key -> iterations done, from its job's log (all, once it ended)
+    to_train = {run.key: run.config.trainer.iterations - (run.extends or 0) for run in runs}
+    progress = Progress(len(runs), sum(to_train.values()))
+    iterations: dict[str, int] = {}  # run key -> iterations trained, from its job's log (all, once it ended)
     failures: list[tuple[PlannedRun, Outcome]] = []
     try:
         while pool.busy:
@@ -226,7 +227,7 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
                 key = str(polled)  # the pool's keys are run keys
                 run = by_key[key]
                 if outcome.ok:
-                    iterations[key] = run.config.trainer.iterations
+                    iterations[key] = to_train[key]
                     value = "already finished" if outcome.value is None else f"final eval success {outcome.value:.3f}"
                     progress.event(redact_text(f"{run.label}  ({value}, {clock(outcome.seconds)})"), ok=True)
                 else:
@@ -235,7 +236,9 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
                         redact_text(f"{run.label}  ({outcome.error.strip().splitlines()[-1][:160]})"), ok=False
                     )
             for polled, log in pool.logs().items():
-                iterations[str(polled)] = max(iterations.get(str(polled), 0), last_iteration(log))
+                key = str(polled)
+                trained = last_iteration(log) - (by_key[key].extends or 0)  # an extension starts past its source
+                iterations[key] = max(iterations.get(key, 0), trained)
             progress.tick(len(pool.running), len(pool.queue), sum(iterations.values()))
             if pool.busy:
                 time.sleep(POLL_S)
