@@ -32,6 +32,16 @@ def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy
     def build() -> Policy:
         policy = Policy.create(run.model, vocabulary, seed=run.seed)
         bc = run.trainer.bc
+        prior = family.prior_demonstrations() if bc.prior_steps else []
+        most = max(bc.prior_steps, bc.prior_max_steps)
+        updates = f"{bc.prior_steps}" if most == bc.prior_steps else f"{bc.prior_steps}-{most}"
+        print(
+            f"gaca train: building the starting policy: {bc.episodes} demonstrations, {bc.steps} cloning updates"
+            + (f", then the prior stage ({updates} updates)" if prior else "")
+            + f"; cached for later runs under {Path(cache_dir).resolve()}",
+            file=sys.stderr,
+            flush=True,
+        )
         rng = np.random.default_rng(seed_for(run.seed, 0, PURPOSE_TASKS))
         tasks = rng.choice(family.train_task_ids, size=bc.episodes, replace=bc.episodes > len(family.train_task_ids))
         demos = collect_demos(
@@ -43,7 +53,6 @@ def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy
             seed=run.seed,
         )
         behaviour_clone(policy, demos, bc.steps, bc.lr, bc.batch_size, run.seed)
-        prior = family.prior_demonstrations() if bc.prior_steps else []
         if (
             prior
         ):  # the walk's demonstrations stay in the data: trained on first actions alone, the clone forgets the walk
