@@ -92,20 +92,16 @@ def bench_training(
     # the compiled module stands in for the model it wraps (its attributes are the model's)
     model = cast(PreTrainedModel, torch.compile(policy.model, dynamic=True)) if compiled else policy.model
 
-    def logprobs() -> torch.Tensor:
+    def logprobs() -> tuple[torch.Tensor, torch.Tensor]:
         values, _, mask = sequence_logprobs(
-            model,
-            generation.prompt_ids,
-            generation.response_ids,
-            1.0,
-            generation.allowed,
+            model, generation.prompt_ids, generation.response_ids, 1.0, generation.allowed
         )
-        return values * mask
+        return values * mask, mask
 
     def step() -> None:
         policy.model.zero_grad(set_to_none=True)
-        values = logprobs()
-        (-values.sum() / max(1, sum(len(ids) for ids in generation.response_ids))).backward()
+        values, mask = logprobs()
+        (-values.sum() / mask.sum()).backward()
 
     began = time.perf_counter()
     step()
@@ -119,7 +115,7 @@ def bench_training(
             eager, _, mask = sequence_logprobs(
                 policy.model, generation.prompt_ids, generation.response_ids, 1.0, generation.allowed
             )
-            row["max |dlogp|"] = f"{float(((eager * mask) - logprobs()).abs().max()):.1e}"
+            row["max |dlogp|"] = f"{float(((eager * mask) - logprobs()[0]).abs().max()):.1e}"
     return row
 
 

@@ -214,18 +214,14 @@ def attach_states(runs: Iterable[PlannedRun], recorded: Mapping[str, RecordedRun
 def attach_extensions(runs: Iterable[PlannedRun], recorded: Mapping[str, RecordedRun]) -> None:
     """For each run to start, the longest finished shorter run of its configuration that it will extend:
     finished in MLflow, its checkpoints still in the run's ``output_dir``."""
-    from gaca.backends.cpu.extension import extensible, shorter_keys
+    from gaca.backends.cpu.extension import extensible, longest
 
+    finished = [(key, record.run_id) for key, record in recorded.items() if record.status == "FINISHED"]
     for run in runs:
-        run.extends = None
-        if run.state != TO_RUN or not extensible(run.config):
-            continue
-        found = [
-            m
-            for key, m in shorter_keys(run.resolved).items()
-            if key in recorded and recorded[key].status == "FINISHED" and (Path(run.config.output_dir) / key).is_dir()
-        ]
-        run.extends = max(found, default=None)
+        source = None
+        if run.state == TO_RUN and extensible(run.config):
+            source = longest(run.resolved, finished, Path(run.config.output_dir))
+        run.extends = None if source is None else source.iterations
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,20 @@ iteration 0 (a test holds them equal), for (N - m) / N of its cost. The new run 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gaca import contract
 from gaca.backends.config import RunConfig
 from gaca.tracking.identity import run_key
 from gaca.tracking.run import RunLogger, patiently
+
+if TYPE_CHECKING:
+    from gaca.backends.cpu.checkpoint import Checkpoint
 
 
 @dataclass(frozen=True)
@@ -45,16 +50,29 @@ def shorter_keys(resolved: dict[str, Any]) -> dict[str, int]:
     return keys
 
 
-def find_source(client: Any, uri: str, experiment_id: str, resolved: dict[str, Any]) -> Source | None:
-    """The finished run with the most iterations below ``resolved``'s whose configuration is ``resolved``
-    with only ``trainer.iterations`` changed, in ``experiment_id``; None when there is none."""
+def longest(resolved: dict[str, Any], finished: Iterable[tuple[str, str]], output: Path) -> Source | None:
+    """Among ``finished`` runs (run key, run id), the one with the most iterations below ``resolved``'s
+    whose configuration is ``resolved`` with only ``trainer.iterations`` changed and whose checkpoints
+    are under ``output``; None when there is none. The one rule the trainer and a sweep's plan share."""
     candidates = shorter_keys(resolved)
-    # MLflow's filter has no IN for tags: narrow by the seed's and method's tags, match keys here.
+    sources = [
+        Source(run_id, key, candidates[key])
+        for key, run_id in finished
+        if key in candidates and (output / key).is_dir()
+    ]
+    return max(sources, key=lambda source: source.iterations, default=None)
+
+
+def find_source(logger: RunLogger, resolved: dict[str, Any], output: Path) -> Source | None:
+    """``longest`` over the finished runs of the logger's experiment."""
+    client, uri = logger.client, logger.uri
+    experiment_id = patiently(lambda: client.get_run(logger.run_id).info.experiment_id, uri, "reading the run")
+    # MLflow's filter has no IN for tags: narrow by the seed's and method's tags, match keys in ``longest``.
     narrow = (
         f"tags.`{contract.TAG_SEED}` = '{resolved['seed']}' and "
         f"tags.`{contract.TAG_METHOD}` = '{resolved['algorithm']['method']}' and attributes.status = 'FINISHED'"
     )
-    best: Source | None = None
+    finished: list[tuple[str, str]] = []
     token: str | None = None
     while True:
 
@@ -62,19 +80,16 @@ def find_source(client: Any, uri: str, experiment_id: str, resolved: dict[str, A
             return client.search_runs([experiment_id], filter_string=narrow, page_token=token)
 
         page = patiently(search, uri, "looking for a shorter run to extend")
-        for record in page:
-            key = record.data.tags.get(contract.TAG_RUN_KEY, "")
-            if key in candidates and (best is None or candidates[key] > best.iterations):
-                best = Source(record.info.run_id, key, candidates[key])
+        finished += [(r.data.tags.get(contract.TAG_RUN_KEY, ""), r.info.run_id) for r in page]
         token = page.token
         if not token:
-            return best
+            return longest(resolved, finished, output)
 
 
-def adopt(source: Source, logger: RunLogger, output: Path, checkpoint_dir: Path, eval_every: int) -> int | None:
+def adopt(source: Source, logger: RunLogger, output: Path, checkpoint_dir: Path, eval_every: int) -> Checkpoint | None:
     """Make ``source``'s last intact checkpoint the new run's first one and copy the source's metrics and
-    evaluation artifacts up to it; returns its iteration, or None (nothing done) when the source has no
-    intact checkpoint under ``output``.
+    evaluation artifacts up to it; returns that checkpoint as the new run's, or None (nothing done) when
+    the source has no intact checkpoint under ``output``.
 
     What the longer run would not have logged is left out: the ``final/`` metrics, and the evaluation
     the source made at its last iteration when that is not one of ``eval_every``'s.
@@ -111,7 +126,8 @@ def adopt(source: Source, logger: RunLogger, output: Path, checkpoint_dir: Path,
             if text is not None:
                 logger.log_text(text, artifact)
     logger.logged_until = max(logger.logged_until, until)  # steps a killed extension logged past it stay
-    save_checkpoint(checkpoint_dir, until, checkpoint.policy, {**checkpoint.state, "run_id": logger.run_id})
+    state = {**checkpoint.state, "run_id": logger.run_id}
+    folder = save_checkpoint(checkpoint_dir, until, checkpoint.policy, state).resolve()
     print(
         f"gaca train: extending run {source.key} ({source.run_id}, {source.iterations} iterations) from its "
         f"checkpoint at iteration {until}",
@@ -122,7 +138,7 @@ def adopt(source: Source, logger: RunLogger, output: Path, checkpoint_dir: Path,
         uri,
         "tagging the run",
     )
-    return until
+    return dataclasses.replace(checkpoint, state=state, folder=folder)
 
 
 def _artifact_text(client: Any, run_id: str, path: str) -> str | None:

@@ -212,10 +212,9 @@ def _train(
     if checkpoint is not None and checkpoint.state.get("run_id") != logger.run_id:
         checkpoint = None  # a checkpoint of a run MLflow does not know starts over
     if checkpoint is None and (run.resume or not opened.resumed) and extensible(run):
-        experiment_id = logger.client.get_run(logger.run_id).info.experiment_id
-        source = find_source(logger.client, logger.uri, experiment_id, resolved)
-        if source is not None and adopt(source, logger, output, checkpoint_dir, trainer.eval_every) is not None:
-            checkpoint = load_checkpoint(checkpoint_dir)
+        source = find_source(logger, resolved, output)
+        if source is not None:
+            checkpoint = adopt(source, logger, output, checkpoint_dir, trainer.eval_every)
     elif checkpoint is not None:
         print(
             f"gaca train: resumed run {key} from iteration {checkpoint.iteration} ({checkpoint.folder})",
