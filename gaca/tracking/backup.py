@@ -18,6 +18,7 @@ import fcntl
 import os
 import re
 import sqlite3
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -66,16 +67,39 @@ def backups(store: Path, suffix: str = SQLITE_SUFFIX) -> list[Backup]:
     return [backup for _, _, backup in sorted(found, key=lambda item: item[:2], reverse=True)]
 
 
-def _new_target(store: Path, reason: str, suffix: str) -> tuple[Path, datetime, str]:
-    """(a fresh, ordered backup path for ``store``, its time, the reason as a file name allows)."""
+def _partial(store: Path, suffix: str) -> Path:
+    """A new file of this process in the backup folder for a copy in progress (named ``*<suffix>.partial``,
+    which no listing takes for a backup): drivers started in the same second each write their own."""
     folder = backup_folder(store)
     folder.mkdir(parents=True, exist_ok=True)
-    now = datetime.now(timezone.utc)
+    handle, name = tempfile.mkstemp(dir=folder, prefix=f"{store.stem}-", suffix=f"{suffix}.partial")
+    os.close(handle)
+    return Path(name)
+
+
+def _place(partial: Path, store: Path, reason: str, suffix: str, now: datetime) -> Backup:
+    """Give the finished copy ``partial`` its backup name ``<store>-<now>[.n]-<reason><suffix>``: the first
+    free ``n``, claimed atomically (a hard link fails where the name exists), so that two drivers taking a
+    backup in the same second keep both and neither overwrites the other's."""
+    folder = backup_folder(store)
     reason = re.sub(r"[^\w.-]+", "_", reason) or "backup"
     base = f"{store.stem}-{now.strftime(_STAMP)}"
-    same_second = [_NAME.match(path.name) for path in folder.glob(f"{base}*{suffix}")]
-    n = max((int(match["n"] or 0) + 1 for match in same_second if match), default=0)  # unique and ordered
-    return folder / f"{base}{f'.{n}' if n else ''}-{reason}{suffix}", now.replace(microsecond=0), reason
+    while True:
+        same_second = [_NAME.match(path.name) for path in folder.glob(f"{base}*{suffix}")]
+        n = max((int(match["n"] or 0) + 1 for match in same_second if match), default=0)  # unique and ordered
+        target = folder / f"{base}{f'.{n}' if n else ''}-{reason}{suffix}"
+        try:
+            os.link(partial, target)
+        except FileExistsError:
+            continue  # another driver claimed it since the glob: the next n
+        except OSError:  # a file system without hard links: a rename (the same-second race is then possible)
+            if target.exists():
+                continue
+            os.replace(partial, target)
+            break
+        partial.unlink()
+        break
+    return Backup(target, now.replace(microsecond=0), reason)
 
 
 def _rotate(store: Path, keep: int, suffix: str) -> None:
@@ -99,23 +123,24 @@ def backup_store(store: Path, reason: str, keep: int = KEEP) -> Backup | None:
     """A consistent copy of the SQLite file ``store`` (None when it does not exist yet), then rotation."""
     if not store.is_file():
         return None
-    target, now, reason = _new_target(store, reason, SQLITE_SUFFIX)
-    partial = target.with_name(target.name + ".partial")
-    source = sqlite3.connect(f"file:{_quoted(store)}?mode=ro", uri=True, timeout=60)
+    now = datetime.now(timezone.utc)
+    partial = _partial(store, SQLITE_SUFFIX)
     try:
-        copy = sqlite3.connect(partial)
+        source = sqlite3.connect(f"file:{_quoted(store)}?mode=ro", uri=True, timeout=60)
         try:
-            source.backup(copy)
+            copy = sqlite3.connect(partial)
+            try:
+                source.backup(copy)
+            finally:
+                copy.close()
         finally:
-            copy.close()
+            source.close()
+        taken = _place(partial, store, reason, SQLITE_SUFFIX, now)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-    finally:
-        source.close()
-    os.replace(partial, target)
     _rotate(store, keep, SQLITE_SUFFIX)
-    return Backup(target, now, reason)
+    return taken
 
 
 def database_anchor(uri: str) -> Path:
@@ -130,17 +155,17 @@ def backup_database(uri: str, reason: str, keep: int = KEEP) -> Backup:
     from gaca.tracking.postgres import BACKUP_SUFFIX, dump, write_counts
 
     anchor = database_anchor(uri)
-    target, now, reason = _new_target(anchor, reason, BACKUP_SUFFIX)
-    partial = target.with_name(target.name + ".partial")
+    now = datetime.now(timezone.utc)
+    partial = _partial(anchor, BACKUP_SUFFIX)
     try:
         counts = dump(uri, partial)
+        taken = _place(partial, anchor, reason, BACKUP_SUFFIX, now)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-    write_counts(target, counts)
-    os.replace(partial, target)
+    write_counts(taken.path, counts)  # read as "no counts" in the moment before it exists
     _rotate(anchor, keep, BACKUP_SUFFIX)
-    return Backup(target, now, reason)
+    return taken
 
 
 def _quoted(path: Path) -> str:

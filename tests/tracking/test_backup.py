@@ -150,3 +150,35 @@ def test_a_partial_copy_left_by_a_killed_driver_is_removed_and_one_in_progress_i
     backup.backup_store(database, "sweep-z")
     assert not stale.exists() and fresh.exists()
     assert len(backup.backups(database)) == 1
+
+
+def test_drivers_backing_up_one_store_in_the_same_second_each_keep_their_copy(tmp_path: Path):
+    # Two sweeps started together once shared one ``.partial`` name: one copied into a file the other had
+    # renamed away, and failed with "attempt to write a readonly database".
+    database, _ = make_store(tmp_path, 3)
+    start = time.time() + 3
+    script = (
+        "import sys, time; from pathlib import Path; from gaca.tracking.backup import backup_store\n"
+        "while time.time() < float(sys.argv[2]): time.sleep(0.0005)\n"
+        "print(backup_store(Path(sys.argv[1]), 'sweep-detector').path.name)"
+    )
+    drivers = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(database), str(start)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    names = []
+    for driver in drivers:
+        out, err = driver.communicate(timeout=120)
+        assert driver.returncode == 0, err[-2000:]
+        names.append(out.strip())
+    assert len(set(names)) == 4
+    assert sorted(b.name for b in backup.backups(database)) == sorted(names)
+    for taken in backup.backups(database):
+        check_store(f"sqlite:///{taken.path}", writes=False)
+        assert backup.run_counts(taken.path) == {"FINISHED": 3}
+    assert not list(backup.backup_folder(database).glob("*.partial"))
