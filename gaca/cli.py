@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 
 BENCHMARKS = {
@@ -59,10 +60,17 @@ def usage() -> str:
     return "\n".join(lines)
 
 
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def bench(argv: list[str]) -> int:
     if not argv or argv[0] not in BENCHMARKS:
         print(f"gaca bench: name one of {', '.join(BENCHMARKS)}", file=sys.stderr)
         return 2
+    # A benchmark trains in temporary folders: SIGTERM (kill, a scheduler's time limit) ends it as Ctrl-C
+    # does, through its cleanups, instead of leaving them behind.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     return importlib.import_module(BENCHMARKS[argv[0]]).main(argv[1:]) or 0
 
 
