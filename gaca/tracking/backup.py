@@ -17,8 +17,8 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import secrets
 import sqlite3
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -72,9 +72,13 @@ def _partial(store: Path, suffix: str) -> Path:
     which no listing takes for a backup): drivers started in the same second each write their own."""
     folder = backup_folder(store)
     folder.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(dir=folder, prefix=f"{store.stem}-", suffix=f"{suffix}.partial")
-    os.close(handle)
-    return Path(name)
+    while True:
+        path = folder / f"{store.stem}-{os.getpid()}-{secrets.token_hex(4)}{suffix}.partial"
+        try:  # the umask's permissions, as SQLite and pg_dump give the files they create (mkstemp: 0600)
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+        except FileExistsError:
+            continue
+        return path
 
 
 def _place(partial: Path, store: Path, reason: str, suffix: str, now: datetime) -> Backup:

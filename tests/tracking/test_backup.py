@@ -182,3 +182,6 @@ def test_drivers_backing_up_one_store_in_the_same_second_each_keep_their_copy(tm
         check_store(f"sqlite:///{taken.path}", writes=False)
         assert backup.run_counts(taken.path) == {"FINISHED": 3}
     assert not list(backup.backup_folder(database).glob("*.partial"))
+    umask = os.umask(0)
+    os.umask(umask)
+    assert {taken.path.stat().st_mode & 0o777 for taken in backup.backups(database)} == {0o666 & ~umask}
