@@ -22,7 +22,7 @@ class BehaviourCloningConfig:
     """Demonstration episodes on training tasks."""
     noise: float = 0.3
     """Probability that a demonstration step takes a random admissible action instead of the planner's."""
-    steps: int = 250
+    steps: int = 500
     """Optimizer steps of cross-entropy on the demonstrated actions."""
     lr: float = 3e-3
     """AdamW learning rate of cloning."""
@@ -55,10 +55,10 @@ class TrainerConfig:
     """Group-rollout PPO (the paper's Eq. 1 with verl-agent's settings unless noted)."""
 
     preset: str = "default"
-    """Name of the preset this came from (quick, default, paper); informational."""
-    iterations: int = 25
+    """Name of the preset this came from (quick, short, default, paper); informational."""
+    iterations: int = 40
     """Training iterations; each collects one batch of group rollouts and updates on it."""
-    tasks_per_iteration: int = 12
+    tasks_per_iteration: int = 24
     """Distinct training tasks per iteration (verl-agent: 16)."""
     group_size: int = 8
     """Rollouts per task, the G of the group normalisation (the paper's 8), >= 2."""
@@ -68,7 +68,7 @@ class TrainerConfig:
     """Step rows per gradient step."""
     lr: float = 1e-3
     """AdamW learning rate (the paper's 1e-6 is for a 1.5B model; a tiny model needs far more)."""
-    lr_schedule: str = "constant"
+    lr_schedule: str = "linear"
     """constant, or linear: at iteration i of n the rate is lr x (1 - (i - 1) / n), annealed toward 0 as
     CleanRL's PPO does (``anneal_lr``), so that the last iterations move the policy little."""
     weight_decay: float = 0.0
@@ -77,7 +77,7 @@ class TrainerConfig:
     """PPO clip range epsilon of Eq. 1."""
     clip_ratio_c: float | None = 3.0
     """Dual-clip constant (> 1) bounding the loss of negative advantages (verl's 3.0); None disables it."""
-    kl_coef: float = 0.01
+    kl_coef: float = 0.1
     """beta_KL: weight of the low_var_kl penalty to the frozen reference policy."""
     entropy_coef: float = 0.0
     """Weight of an entropy bonus (0 = none, as verl-agent)."""
@@ -105,7 +105,7 @@ class TrainerConfig:
     job's cores, so that parallel jobs do not fight over them."""
     transcripts: int = 3
     """Evaluation transcripts saved as text artifacts at each evaluation."""
-    estimated_cpu_minutes: float = 3.0
+    estimated_cpu_minutes: float = 6.0
     """Wall-clock estimate of one run on 2 CPU cores, used by sweep --dry-run."""
     estimated_gpu_hours: float = 0.0
     """GPU-hour estimate of one run (paper preset), used by sweep --dry-run."""

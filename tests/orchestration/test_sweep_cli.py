@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
+from gaca.backends.config import TrainerConfig
 from gaca.orchestration import status, sweep
 from gaca.orchestration.block_files import load_blocks
 from gaca.orchestration.job import LOCK_FILE
@@ -40,7 +41,9 @@ def test_dry_run_lists_the_runs_and_the_cpu_minutes(workspace: Path, capsys):
 
     out = capsys.readouterr().out
     assert out.count("to run") == 9 + 1 and "algorithm.detector=random" in out
-    assert "to launch: 9 runs, about 27.0 CPU minutes (3.00 per run)" in out and "dry run: nothing launched" in out
+    per_run = TrainerConfig().estimated_cpu_minutes  # the default preset's (the YAML equals the dataclass)
+    assert f"to launch: 9 runs, about {9 * per_run:.1f} CPU minutes ({per_run:.2f} per run)" in out
+    assert "dry run: nothing launched" in out
     assert not (workspace / "mlflow.db").exists() and not (workspace / "multirun").exists()
 
 

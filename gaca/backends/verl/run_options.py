@@ -137,7 +137,7 @@ def check_run(run: RunConfig) -> None:
     if run.trainer.lr_schedule != "constant":
         raise ValueError(
             f"trainer.lr_schedule={run.trainer.lr_schedule} is the CPU trainer's; backend=verl keeps verl's constant "
-            "learning rate: use trainer=paper or trainer.lr_schedule=constant"
+            "learning rate: use trainer=paper, trainer=short or trainer.lr_schedule=constant"
         )
     if run.env.name not in VERL_ENV_FAMILIES and not served:
         raise ValueError(

@@ -67,6 +67,7 @@ def test_a_run_verl_cannot_run_is_one_line_naming_the_key_before_anything_exists
         tmp_path / "site",
         "backend=verl_cpu",
         f"backend.python={sys.executable}",
+        "trainer=short",  # the default's linear schedule is refused first
         "trainer.init=scratch",
         *overrides,
     )

@@ -102,7 +102,9 @@ def test_a_slurm_dry_run_without_gpus_warns(tmp_path: Path):
 
 @pytest.mark.timeout(300)
 def test_a_slurm_dry_run_of_cpu_jobs_does_not_ask_for_gpus(tmp_path: Path):
-    result = gaca("sweep", "detector", "backend=verl_cpu", "seed=0", "launcher=slurm", "--dry-run", cwd=tmp_path)
+    result = gaca(
+        "sweep", "detector", "backend=verl_cpu", "trainer=short", "seed=0", "launcher=slurm", "--dry-run", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(printed_jobs(result.stdout)) == 3
     assert "gpus_per_node is not set" not in result.stdout
