@@ -1,9 +1,9 @@
 """`gaca bench verl [overrides]`: where verl-agent's seconds per iteration go on this machine, beside the CPU
 backend's on the same setting, so that a user knows what a GPU node changes and what it does not.
 
-Trains ``SETTING`` (errand easy, the short preset's batch of 12 tasks x 8 episodes at verl's constant learning
-rate, GACA, 4 iterations, one small evaluation at the end) once with the CPU backend and once through verl-agent's trainer
-(``backend=verl_cpu``: the checkout and its environment from ``backend.verl_agent_dir`` and
+Trains ``SETTING`` (errand easy, the short preset's batch of 12 tasks x 8 episodes at verl's constant
+learning rate, GACA, 4 iterations, one small evaluation at the end) once with the CPU backend and once
+through verl-agent's trainer (``backend=verl_cpu``: the checkout and its environment from ``backend.verl_agent_dir`` and
 ``backend.python``, or ``GACA_VERL_AGENT`` and ``GACA_VERL_PYTHON``), each as ``gaca train`` in a temporary
 folder with its own SQLite store (nothing is left behind), then prints the median over the iterations
 without an evaluation of each part's seconds (``gaca.contract``'s ``perf/*``):
