@@ -49,6 +49,9 @@ class Progress:
         self.done = self.failed = 0
         self.iterations_done = 0
         self.began = self.last_line = time.monotonic()
+        self.first_seen: tuple[float, int] | None = None
+        """When iterations were first seen done, and how many: the pace is measured from there, since a
+        sweep's first minutes go to cloning the starting policies and count no iteration."""
         self.stream = stream
         terminal = stream.isatty()
         sized = terminal and _width_known()  # a terminal that does not say its width gets a 100-column bar
@@ -76,14 +79,20 @@ class Progress:
         self.last_line = time.monotonic()
 
     def eta(self) -> str:
-        """Time left at the pace so far (resumed runs' earlier iterations count as done: a lower bound)."""
-        if not self.iterations_done:
+        """Time left at the pace since iterations were first seen done, or, until more are, at the pace
+        since the start (resumed runs' earlier iterations count as done: a lower bound)."""
+        if not self.iterations_done or self.first_seen is None:
             return "ETA after the first iteration"
-        elapsed = time.monotonic() - self.began
-        return f"ETA {clock(elapsed * (self.iterations - self.iterations_done) / self.iterations_done)}"
+        left = self.iterations - self.iterations_done
+        since, before = self.first_seen
+        if self.iterations_done > before:
+            return f"ETA {clock((time.monotonic() - since) * left / (self.iterations_done - before))}"
+        return f"ETA {clock((time.monotonic() - self.began) * left / self.iterations_done)}"
 
     def tick(self, running: int, queued: int, iterations_done: int) -> None:
         self.iterations_done = min(iterations_done, self.iterations)
+        if self.iterations_done and self.first_seen is None:
+            self.first_seen = (time.monotonic(), self.iterations_done)
         self.bar.update(self.iterations_done - self.bar.n)
         self.bar.set_postfix(
             runs=f"{self.done}/{self.total}", running=running, queued=queued, failed=self.failed, refresh=True

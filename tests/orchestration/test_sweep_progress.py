@@ -38,6 +38,19 @@ def test_without_a_terminal_the_heartbeat_gives_iterations_over_all_runs_and_an_
     assert "30/75 iterations (40%), ETA " in lines[1] and "1 runs done, 0 failed, 2 running, 0 queued" in lines[1]
 
 
+def test_the_eta_reads_the_pace_since_the_first_iterations_not_the_cloning_before_them():
+    stream = io.StringIO()
+    progress = Progress(runs=3, iterations=75, stream=stream)
+    progress.tick(running=2, queued=1, iterations_done=2)
+    progress.began -= 3600  # an hour of cloning before the first iterations
+    seen, before = progress.first_seen
+    progress.first_seen = (seen - 60, before)  # and 10 iterations in the minute since
+    progress.last_line -= HEARTBEAT_S + 1
+    progress.tick(running=2, queued=1, iterations_done=12)
+    progress.close()
+    assert "12/75 iterations (16%), ETA 06:1" in stream.getvalue()  # 63 left at 6 s each, not hours
+
+
 def test_a_log_without_iteration_lines_reads_as_zero(tmp_path: Path):
     (tmp_path / "log").write_text("gaca job: checkpoint found\n")
     assert last_iteration(tmp_path / "log") == 0 and last_iteration(tmp_path / "missing") == 0

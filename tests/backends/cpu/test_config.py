@@ -23,7 +23,7 @@ def compose_validate(overrides):
     "algorithm, env, model, trainer",
     list(
         itertools.product(
-            ["grpo", "gigpo", "gaca"], ["household", "shop"], ["tiny", "small"], ["quick", "default", "paper"]
+            ["grpo", "gigpo", "gaca"], ["household", "shop"], ["tiny", "small"], ["quick", "short", "default", "paper"]
         )
     ),
 )
