@@ -105,7 +105,7 @@ class TrainerConfig:
     job's cores, so that parallel jobs do not fight over them."""
     transcripts: int = 3
     """Evaluation transcripts saved as text artifacts at each evaluation."""
-    estimated_cpu_minutes: float = 6.0
+    estimated_cpu_minutes: float = 7.5
     """Wall-clock estimate of one run on 2 CPU cores, used by sweep --dry-run."""
     estimated_gpu_hours: float = 0.0
     """GPU-hour estimate of one run (paper preset), used by sweep --dry-run."""
