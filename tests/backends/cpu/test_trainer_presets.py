@@ -17,6 +17,7 @@ EARLIER_DEFAULT = (
     "trainer.bc.steps=250",
 )
 """What the default was before the stability study's setting replaced it (docs/testbed.md)."""
+PAPER = ("backend=verl", "trainer=paper", "env=household", "model=path", "model.path=/models/Qwen2.5-1.5B-Instruct")
 
 
 def key_of(*overrides: str) -> str:
@@ -32,7 +33,7 @@ def key_of(*overrides: str) -> str:
         (("trainer=short", "algorithm.detector=uniform", "seed=2", "trainer.threads=1"), "843214ab8b7da73c"),
         (("trainer=quick", "trainer.threads=1"), "3912a54927d0812f"),
         (
-            ("backend=verl", "trainer=paper", "env=household", "model=path", "model.path=/models/Qwen2.5-1.5B-Instruct"),
+            PAPER,
             "d98b5ef3f6ee3270",
         ),
     ],
@@ -58,12 +59,7 @@ def test_the_main_block_runs_on_short_unless_the_command_line_names_a_trainer():
 def test_the_default_is_the_annealed_setting_and_quick_keeps_a_constant_rate():
     default, _ = validate(compose([]))
     trainer = default.trainer
-    assert (trainer.iterations, trainer.tasks_per_iteration, trainer.lr_schedule, trainer.kl_coef, trainer.bc.steps) == (
-        40,
-        24,
-        "linear",
-        0.1,
-        500,
-    )
+    spelled = (trainer.iterations, trainer.tasks_per_iteration, trainer.lr_schedule, trainer.kl_coef, trainer.bc.steps)
+    assert spelled == (40, 24, "linear", 0.1, 500)
     quick, _ = validate(compose(["trainer=quick"]))
     assert (quick.trainer.lr_schedule, quick.trainer.kl_coef) == ("constant", 0.01)  # its runs can be extended
