@@ -28,14 +28,12 @@ def key_of(*overrides: str) -> str:
 @pytest.mark.parametrize(
     ("overrides", "key"),
     [
-        # keys logged by runs of the earlier default, one thread (every sweep job's count)
+        # the keys these runs had before the default changed (computed at 8e50f19), one thread (every
+        # sweep job's count)
         (("trainer=short", "trainer.threads=1"), "c4a3591e7c64d75c"),
         (("trainer=short", "algorithm.detector=uniform", "seed=2", "trainer.threads=1"), "843214ab8b7da73c"),
         (("trainer=quick", "trainer.threads=1"), "3912a54927d0812f"),
-        (
-            PAPER,
-            "d98b5ef3f6ee3270",
-        ),
+        (PAPER, "d98b5ef3f6ee3270"),
     ],
     ids=["short", "short-uniform-seed-2", "quick", "paper"],
 )
