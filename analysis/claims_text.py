@@ -52,6 +52,9 @@ its rounds (its design is stated above the table when its runs carry one): each 
 the verdict of the first look that showed one."""
 
 
+ONE_SEED_POWER = "n/a: one seed has no seed-level variance; a second seed gives the power line."
+
+
 def power_rows(claims: Sequence[Claim]) -> list[tuple[int, str, str, int, str, list[str]]]:
     """Per comparison behind a verdict: claim number, ``a − b``, pairing, seeds, the minimum
     detectable effect in points, and the seeds each ``stats.DETECTION_TARGETS`` needs."""
@@ -101,6 +104,8 @@ def markdown(claims: Sequence[Claim], header: Sequence[str], efficiency: pd.Data
             f"| {n} | {name} | {pairing} | {seeds} | {effect} | " + " | ".join(needed) + " |"
             for n, name, pairing, seeds, effect, needed in rows
         ]
+        if any(seeds < 2 for _, _, _, seeds, _, _ in rows):
+            lines += ["", ONE_SEED_POWER]
     for i, claim in enumerate(claims, 1):
         lines += ["", f"## {i}. {claim.statement}", "", f"Verdict: **{claim.verdict}**", ""]
         lines += [f"- {line}" for line in claim.numbers]
@@ -182,6 +187,7 @@ def latex_table(claims: Sequence[Claim], sequential: bool = False) -> str:
             ),
             r"\bottomrule",
             r"\end{tabular}",
+            *([r"\par " + escape(ONE_SEED_POWER)] if any(seeds < 2 for _, _, _, seeds, _, _ in power) else []),
             r"\end{table}",
             "",
         ]

@@ -129,7 +129,8 @@ def describe_power(comparison: Comparison, a: str, b: str) -> str:
     """``power of a − b: detects 6.3 pts ...``: the power sentence of one comparison."""
     effect = comparison.minimum_detectable_effect
     if math.isnan(effect):
-        return f"power of {a} − {b}: not estimable with {comparison.seeds} seed(s)"
+        reason = "one seed (no seed-level variance)" if comparison.seeds < 2 else f"{comparison.seeds} seeds"
+        return f"power of {a} − {b}: not estimable with {reason}"
     needs = ", ".join(
         f"{100 * target:g} pts needs {comparison.seeds_needed(target)} seeds" for target in stats.DETECTION_TARGETS
     )
@@ -342,6 +343,10 @@ def gate_in_linear_regime(evidence: Evidence) -> Claim:
             if values.size < cell.expected_seeds:
                 notes.append(f"{name} logged by {values.size} of {cell.expected_seeds} seeds")
                 verdicts.append(MISSING)
+                continue
+            if values.size < 2:
+                verdicts.append(INCONCLUSIVE)
+                numbers.append(f"{name}: {values.mean():.4f} (n=1; no interval with one seed) → {verdicts[-1]}")
                 continue
             half = stats.half_width([stats.seed_level(values)], values.size)  # t interval over seeds
             low, high = values.mean() - half, values.mean() + half

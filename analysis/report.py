@@ -453,8 +453,9 @@ def _describe_uri(uri: str) -> str:
 def _claims_header(plan: Plan, results: dict[CellKey, CellResult], selection: str) -> list[str]:
     counts = sorted({result.n for result in results.values() if result.n})
     seeds = "/".join(map(str, counts)) or "no"
+    noun = "seed" if counts == [1] else "seeds"
     lines = [
-        f"Selection: {selection} evaluation, the same for every method; {seeds} seeds per cell, as found "
+        f"Selection: {selection} evaluation, the same for every method; {seeds} {noun} per cell, as found "
         "(a cell missing a seed its block ran is partial)."
     ]
     ablations = [block for block in plan.blocks if block is not report_blocks().main]

@@ -11,12 +11,20 @@ import functools
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
 START_HINT = "start it with `sudo bash scripts/local-slurm.sh start`"
+
+# A suite started as a background job of a non-interactive shell (`cmd &`, nohup) inherits SIGINT
+# ignored, and so would every process it starts: the tests that stop drivers and jobs with SIGINT
+# (Ctrl-C, submitit's local cancel) would then wait on processes that never stop. Python's own
+# handler is reset to the default at exec, so the processes started from here get Ctrl-C back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @functools.cache

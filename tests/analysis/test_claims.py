@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import paper_claims
+from analysis import claims_text, paper_claims
 from analysis.block_rows import get_block, report_blocks
 from analysis.cells import CellResult, Plan, empty_result
 from analysis.comparison import PAIRED_TASKS, Comparison
@@ -294,3 +295,28 @@ def test_claims_md_of_the_report(report):
     assert "## Sample efficiency" in text
     assert "it is not the probability that a is the better method." in text.replace("\n", " ")
     assert "| 6 | GACA household/tiny − GiGPO household/tiny | paired by seed and task | 3 |" in text
+
+
+def test_a_block_of_one_seed_is_read_without_intervals_and_says_why():
+    """The README's first command trains one seed of the detector block: every claim is inconclusive and
+    says that one seed has no interval, instead of printing NaN bounds."""
+    one = (0,)
+    cells = {key: empty_result(key, one) for key in PLAN.wanted()}
+    for variant, rate in (("random", 0.3), ("uniform", 0.5), ("entropy", 0.9)):
+        key = PLAN.cell(get_block("detector").variant(variant), BLOCKS.ablation_environment, BLOCKS.ablation_scale)
+        cells[key] = dataclasses.replace(result(key, [rate]), expected=one)
+    world = paper_claims.Evidence(PLAN, cells, diagnostics(lambda_mean=0.43, clamp=0.08, seeds=1))
+
+    detector = paper_claims.detector_order(world)
+    gate = paper_claims.gate_in_linear_regime(world)
+    assert detector.verdict == gate.verdict == paper_claims.INCONCLUSIVE
+    assert "power of entropy − uniform: not estimable with one seed (no seed-level variance)" in detector.numbers
+    where = f"{BLOCKS.ablation_environment}/{BLOCKS.ablation_scale}"
+    assert gate.numbers == [
+        f"diag/lambda_mean {where}: 0.4300 (n=1; no interval with one seed) → inconclusive",
+        f"diag/clamp_frac {where}: 0.0800 (n=1; no interval with one seed) → inconclusive",
+    ]
+    assert claims_text.ONE_SEED_POWER in claims_text.markdown([detector, gate], [], None)
+    assert claims_text.ONE_SEED_POWER not in claims_text.markdown(
+        [paper_claims.detector_order(evidence(GOOD))], [], None
+    )
