@@ -117,6 +117,8 @@ class CellResult:
         if self.n == 0 or np.isnan(values).any():
             return math.nan, math.nan
         half = stats.half_width(self.levels(measure), self.n, confidence)
+        if math.isnan(half):  # max/min would clip NaN bounds to [0, 1]
+            return math.nan, math.nan
         mean = float(values.mean())
         return max(0.0, mean - half), min(1.0, mean + half)
 

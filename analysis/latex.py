@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -34,7 +35,8 @@ _SPECIAL = {
 
 def escape(text: str) -> str:
     """Plain text (a run's env name, a reason) made safe to typeset."""
-    return "".join(_SPECIAL.get(char, char) for char in str(text))
+    # a hyphen before another would set an en or em dash: "--where" stays as typed
+    return re.sub(r"-(?=-)", "-{}", "".join(_SPECIAL.get(char, char) for char in str(text)))
 
 
 @dataclass(frozen=True)

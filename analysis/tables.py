@@ -263,7 +263,7 @@ def ablation_table(
                 [
                     variant.latex + (r"$^\dagger$" if cell.key in shared else ""),
                     success(cell, _is_best(cell, best)),
-                    interval(*cell.interval()) if cell.n else NOT_RUN,
+                    interval(*cell.interval()) if cell.n > 1 else (NOT_ESTIMABLE if cell.n else NOT_RUN),
                     success(cell, measure="auc"),
                     "(ref.)" if is_reference else difference(gain),
                     "" if is_reference else difference_interval(gain, schedule),

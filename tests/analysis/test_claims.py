@@ -310,6 +310,7 @@ def test_a_block_of_one_seed_is_read_without_intervals_and_says_why():
     detector = paper_claims.detector_order(world)
     gate = paper_claims.gate_in_linear_regime(world)
     assert detector.verdict == gate.verdict == paper_claims.INCONCLUSIVE
+    assert detector.numbers[0] == "random: 30.00 (n=1)"  # no interval: neither NaN nor clipped to [0, 100]
     assert "power of entropy − uniform: not estimable with one seed (no seed-level variance)" in detector.numbers
     where = f"{BLOCKS.ablation_environment}/{BLOCKS.ablation_scale}"
     assert gate.numbers == [

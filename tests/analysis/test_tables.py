@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis import latex
 from analysis.block_rows import report_blocks
 
 MEAN_STD = re.compile(r"\$(?:\\mathbf\{)?(\d+\.\d+) \\pm (\d+\.\d+)")
@@ -169,3 +170,8 @@ def test_cells_csv_agrees_with_the_tables(report, known):
     assert random["auc_mean"] == pytest.approx(0.65 * np.mean(known["ablations"]["random"][1]))
     uniform = cells.loc[(cells["block"] == "detector") & (cells["variant"] == "uniform")].iloc[0]
     assert (uniform["n_seeds"], uniform["expected_seeds"], str(uniform["missing_seeds"])) == (2, 3, "2")
+
+
+def test_escaped_text_keeps_its_double_hyphens():
+    """A reason such as "(--where)" must not be set as an en dash."""
+    assert latex.escape("seed=1 (not 0) (--where); a-b ---") == r"seed=1 (not 0) (-{}-where); a-b -{}-{}-"
