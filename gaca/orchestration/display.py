@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import heapq
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -41,17 +42,32 @@ class Progress:
     """A sweep's progress: a line per finished run; iterations done over all runs with an ETA, as a
     tqdm bar when the stream is a terminal, else as a plain line every ``HEARTBEAT_S``."""
 
-    def __init__(self, runs: int, iterations: int, stream: TextIO = sys.stderr) -> None:
+    def __init__(
+        self,
+        runs: int,
+        iterations: int,
+        stream: TextIO = sys.stderr,
+        slots: int | None = None,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``slots``: jobs that run at once (None: every job at once, as a SLURM array); ``now``: the clock."""
         from tqdm import tqdm
 
         self.total = runs
         self.iterations = iterations
+        self.slots = slots
+        self.now = now
         self.done = self.failed = 0
         self.iterations_done = 0
-        self.began = self.last_line = time.monotonic()
+        self.began = self.last_line = now()
         self.first_seen: tuple[float, int] | None = None
         """When iterations were first seen done, and how many: the pace is measured from there, since a
         sweep's first minutes go to cloning the starting policies and count no iteration."""
+        self.job_seconds = 0.0
+        """Seconds of running jobs summed since ``first_seen``: the pace of one job is measured over them."""
+        self.last_tick: tuple[float, int] | None = None
+        self.left: tuple[Sequence[int], Sequence[int]] | None = None
+        """Iterations left in each running and in each queued run, when the driver gives them."""
         self.stream = stream
         terminal = stream.isatty()
         sized = terminal and _width_known()  # a terminal that does not say its width gets a 100-column bar
@@ -75,29 +91,48 @@ class Progress:
     def line(self, text: str) -> None:
         from tqdm import tqdm
 
-        tqdm.write(f"[{clock(time.monotonic() - self.began)}] {text}", file=self.stream)
-        self.last_line = time.monotonic()
+        tqdm.write(f"[{clock(self.now() - self.began)}] {text}", file=self.stream)
+        self.last_line = self.now()
 
     def eta(self) -> str:
-        """Time left at the pace since iterations were first seen done, or, until more are, at the pace
-        since the start (resumed runs' earlier iterations count as done: a lower bound)."""
+        """Time left. With the iterations left per run, each job at the pace of one job since iterations
+        were first seen done, the queued runs taking the first free slot; else at the sweep's pace since
+        then, or, until more are done, since the start (resumed runs' earlier iterations count as done:
+        a lower bound). A lone last job then reads at its own pace, not at that of all slots."""
         if not self.iterations_done or self.first_seen is None:
             return "ETA after the first iteration"
-        left = self.iterations - self.iterations_done
         since, before = self.first_seen
-        if self.iterations_done > before:
-            return f"ETA {clock((time.monotonic() - since) * left / (self.iterations_done - before))}"
-        return f"ETA {clock((time.monotonic() - self.began) * left / self.iterations_done)}"
+        gained = self.iterations_done - before
+        if self.left is not None and gained > 0 and self.job_seconds > 0:
+            return f"ETA {clock(schedule(*self.left, self.job_seconds / gained, self.slots))}"
+        left = self.iterations - self.iterations_done
+        if gained > 0:
+            return f"ETA {clock((self.now() - since) * left / gained)}"
+        return f"ETA {clock((self.now() - self.began) * left / self.iterations_done)}"
 
-    def tick(self, running: int, queued: int, iterations_done: int) -> None:
+    def tick(
+        self,
+        running: int,
+        queued: int,
+        iterations_done: int,
+        left: tuple[Sequence[int], Sequence[int]] | None = None,
+    ) -> None:
+        """``left``: iterations left in each running run and in each queued one (for the ETA)."""
+        now = self.now()
         self.iterations_done = min(iterations_done, self.iterations)
+        self.left = left
+        if self.first_seen is not None and self.last_tick is not None:
+            previous, jobs = self.last_tick
+            self.job_seconds += jobs * (now - previous)
         if self.iterations_done and self.first_seen is None:
-            self.first_seen = (time.monotonic(), self.iterations_done)
+            self.first_seen = (now, self.iterations_done)
+        if self.first_seen is not None:
+            self.last_tick = (now, running)
         self.bar.update(self.iterations_done - self.bar.n)
         self.bar.set_postfix(
             runs=f"{self.done}/{self.total}", running=running, queued=queued, failed=self.failed, refresh=True
         )
-        if self.bar.disable and time.monotonic() - self.last_line > HEARTBEAT_S:
+        if self.bar.disable and now - self.last_line > HEARTBEAT_S:
             share = self.iterations_done / max(self.iterations, 1)
             self.line(
                 f"{self.iterations_done}/{self.iterations} iterations ({share:.0%}), {self.eta()}; "
@@ -106,7 +141,19 @@ class Progress:
 
     def close(self) -> float:
         self.bar.close()
-        return time.monotonic() - self.began
+        return self.now() - self.began
+
+
+def schedule(running: Sequence[int], queued: Sequence[int], seconds_per_iteration: float, slots: int | None) -> float:
+    """Seconds until the last run ends: the running runs' iterations left, then each queued run in the
+    first slot that frees, every job at ``seconds_per_iteration`` (``slots`` None: all at once)."""
+    width = len(running) + len(queued) if slots is None else max(slots, 1)
+    free = sorted(left * seconds_per_iteration for left in running)
+    free = [0.0] * max(width - len(free), 0) + free
+    heapq.heapify(free)
+    for left in queued:
+        heapq.heappush(free, heapq.heappop(free) + left * seconds_per_iteration)
+    return max(free, default=0.0)
 
 
 def _width_known() -> bool:

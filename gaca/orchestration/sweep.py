@@ -218,7 +218,7 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
     )
     by_key = {run.key: run for run in runs}
     to_train = {run.key: run.config.trainer.iterations - (run.extends or 0) for run in runs}
-    progress = Progress(len(runs), sum(to_train.values()))
+    progress = Progress(len(runs), sum(to_train.values()), slots=session.parallel_jobs)
     iterations: dict[str, int] = {}  # run key -> iterations trained, from its job's log (all, once it ended)
     failures: list[tuple[PlannedRun, Outcome]] = []
     try:
@@ -239,7 +239,9 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
                 key = str(polled)
                 trained = last_iteration(log) - (by_key[key].extends or 0)  # an extension starts past its source
                 iterations[key] = max(iterations.get(key, 0), trained)
-            progress.tick(len(pool.running), len(pool.queue), sum(iterations.values()))
+            running_left = [max(to_train[str(key)] - iterations.get(str(key), 0), 0) for key in pool.running]
+            queued_left = [to_train[str(key)] for key, _, _ in pool.queue]
+            progress.tick(len(pool.running), len(pool.queue), sum(iterations.values()), (running_left, queued_left))
             if pool.busy:
                 time.sleep(POLL_S)
     except KeyboardInterrupt:

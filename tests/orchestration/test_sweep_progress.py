@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gaca.orchestration.display import HEARTBEAT_S, Progress, last_iteration
+from gaca.orchestration.display import HEARTBEAT_S, Progress, last_iteration, schedule
 
 from .conftest import TINY, gaca
 
@@ -39,16 +39,38 @@ def test_without_a_terminal_the_heartbeat_gives_iterations_over_all_runs_and_an_
 
 
 def test_the_eta_reads_the_pace_since_the_first_iterations_not_the_cloning_before_them():
+    clock = [0.0]
     stream = io.StringIO()
-    progress = Progress(runs=3, iterations=75, stream=stream)
+    progress = Progress(runs=3, iterations=75, stream=stream, now=lambda: clock[0])
+    clock[0] = 3600.0  # an hour of cloning before the first iterations
     progress.tick(running=2, queued=1, iterations_done=2)
-    progress.began -= 3600  # an hour of cloning before the first iterations
-    seen, before = progress.first_seen
-    progress.first_seen = (seen - 60, before)  # and 10 iterations in the minute since
-    progress.last_line -= HEARTBEAT_S + 1
+    clock[0] += 60  # and 10 iterations in the minute since
     progress.tick(running=2, queued=1, iterations_done=12)
     progress.close()
-    assert "12/75 iterations (16%), ETA 06:1" in stream.getvalue()  # 63 left at 6 s each, not hours
+    assert "12/75 iterations (16%), ETA 06:18" in stream.getvalue()  # 63 left at 6 s each, not hours
+
+
+def test_the_eta_runs_the_queued_runs_in_the_slots_that_free_at_one_jobs_pace():
+    """Three runs of 40 iterations two at a time (the first command): the third runs alone at the end,
+    at one job's pace, where the sweep's pace since the start would say it runs at two jobs'."""
+    clock = [0.0]
+    stream = io.StringIO()
+    progress = Progress(runs=3, iterations=120, stream=stream, slots=2, now=lambda: clock[0])
+    progress.tick(running=2, queued=1, iterations_done=0, left=([40, 40], [40]))
+    clock[0] = 180.0  # the clone
+    progress.tick(running=2, queued=1, iterations_done=2, left=([39, 39], [40]))
+    clock[0] = 300.0  # 24 iterations in 240 job-seconds: 10 s an iteration a job
+    progress.tick(running=2, queued=1, iterations_done=26, left=([27, 27], [40]))
+    assert progress.eta() == "ETA 11:10"  # 270 s for the two running, then 400 s for the queued one
+    clock[0] = 570.0  # both end; the queued run starts
+    progress.tick(running=2, queued=1, iterations_done=80, left=([0, 0], [40]))
+    clock[0] = 600.0
+    progress.tick(running=1, queued=0, iterations_done=83, left=([37], []))  # the last run, alone
+    # 840 job-seconds over 81 iterations: 37 left at 10.4 s (the sweep's pace since the first iterations
+    # would say 37 at 5.2 s: half the time, as if the lone job had both slots)
+    assert progress.eta() == "ETA 06:23"
+    assert schedule([], [], 10.0, 2) == 0.0 and schedule([5], [5, 5, 5], 1.0, None) == 5.0
+    progress.close()
 
 
 def test_a_log_without_iteration_lines_reads_as_zero(tmp_path: Path):
