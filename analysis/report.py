@@ -321,7 +321,8 @@ def figure_specs(plan: Plan, runs: Runs, efficiency: pd.DataFrame | None, folder
                 block_stem("seeds", block),
                 f"{block.name}: seeds",
                 r"Each seed's final success and area under the evaluation curve (dots) beside the row's mean "
-                r"(diamond) and 95\% $t$ interval over seeds (never narrower than the task-level one).",
+                r"(diamond) and 95\% $t$ interval over seeds (never narrower than the task-level one; none with "
+                r"one seed).",
                 f"no run of the {block.name} block",
                 functools.partial(figures.seed_points, plan, block, results, folder, block_stem("seeds", block)),
             ),

@@ -86,7 +86,7 @@ def difference(comparison: Comparison | None) -> str:
 
 
 NOT_ESTIMABLE = "n/e"
-"""A difference over one seed: no seed-level variance, so no interval."""
+"""A cell or a difference of one seed: no seed-level variance, so no interval."""
 
 
 SEQUENTIAL_MARK = "^{s}"
@@ -112,10 +112,12 @@ def difference_interval(comparison: Comparison | None, schedule: Schedule | None
     return f"$[{100 * low:+.2f}, {100 * high:+.2f}]{SEQUENTIAL_MARK}$"
 
 
-def _pairing_notes(comparisons: Sequence[Comparison | None]) -> str:
+def _pairing_notes(comparisons: Sequence[Comparison | None], cells: Sequence[CellResult] = ()) -> str:
+    """The pairing marks used, and n/e when a difference or a cell (``cells``) has one seed."""
     pairings = {comparison.pairing for comparison in comparisons if comparison is not None}
     notes = [note for pairing, note in PAIRING_NOTES.items() if pairing in pairings]
-    if any(comparison is not None and not comparison.estimable for comparison in comparisons):
+    one_seed = any(cell.n == 1 for cell in cells)
+    if one_seed or any(comparison is not None and not comparison.estimable for comparison in comparisons):
         notes.append(f"{NOT_ESTIMABLE}: one seed, no interval")
     return ("; ".join(notes) + ".") if notes else ""
 
@@ -280,7 +282,7 @@ def ablation_table(
         r"95\% t interval over seeds, never narrower than the task-level one; AUC: mean success over the run's "
         r"evaluations; "
         rf"$\Delta$: points against {ours} with every default, its 95\% t interval paired by seed and evaluation task.",
-        _pairing_notes(all_gains),
+        _pairing_notes(all_gains, shown),
     ]
     if any(block.name in (schedules or {}) for block in blocks):
         notes.append(SEQUENTIAL_NOTE)

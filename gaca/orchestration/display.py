@@ -13,6 +13,8 @@ TRACEBACK_LINES = 12
 """Lines of a failed job's traceback shown in a summary (the log has all of it)."""
 HEARTBEAT_S = 30.0
 """Without a terminal, a progress line at least this often."""
+PACE_UNKNOWN = "once iterations are timed"
+"""The ETA's text before any pace is measured."""
 TAIL_BYTES = 8192
 """How much of the end of a job's log is read for its last iteration line."""
 
@@ -61,8 +63,10 @@ class Progress:
         self.iterations_done = 0
         self.began = self.last_line = now()
         self.first_seen: tuple[float, int] | None = None
-        """When iterations were first seen done, and how many: the pace is measured from there, since a
+        """When iterations were first seen trained, and how many: the pace is measured from there, since a
         sweep's first minutes go to cloning the starting policies and count no iteration."""
+        self.trained = 0
+        """Iterations seen trained while the sweep watched (a resumed run's checkpointed ones excluded)."""
         self.job_seconds = 0.0
         """Seconds of running jobs summed since ``first_seen``: the pace of one job is measured over them."""
         self.last_tick: tuple[float, int] | None = None
@@ -79,6 +83,8 @@ class Progress:
             file=stream,
             dynamic_ncols=sized,
             ncols=None if sized else 100,
+            # tqdm's own time left assumes the sweep's pace holds: the postfix has the slot-aware ETA
+            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}, {rate_fmt}{postfix}]",
         )
 
     def event(self, text: str, ok: bool) -> None:
@@ -95,20 +101,23 @@ class Progress:
         self.last_line = self.now()
 
     def eta(self) -> str:
-        """Time left. With the iterations left per run, each job at the pace of one job since iterations
-        were first seen done, the queued runs taking the first free slot; else at the sweep's pace since
-        then, or, until more are done, since the start (resumed runs' earlier iterations count as done:
-        a lower bound). A lone last job then reads at its own pace, not at that of all slots."""
-        if not self.iterations_done or self.first_seen is None:
-            return "ETA after the first iteration"
+        left = self.seconds_left()
+        return f"ETA {PACE_UNKNOWN}" if left is None else f"ETA {clock(left)}"
+
+    def seconds_left(self) -> float | None:
+        """Time left; None until iterations are seen trained at two looks (the first minutes go to cloning
+        the starting policies, so the pace since the start would say hours). With the iterations left per
+        run: each job at the pace of one job since then, the queued runs taking the first slot that frees,
+        so a lone last job reads at its own pace, not at that of all slots; else at the sweep's pace."""
+        if self.first_seen is None:
+            return None
         since, before = self.first_seen
-        gained = self.iterations_done - before
-        if self.left is not None and gained > 0 and self.job_seconds > 0:
-            return f"ETA {clock(schedule(*self.left, self.job_seconds / gained, self.slots))}"
-        left = self.iterations - self.iterations_done
-        if gained > 0:
-            return f"ETA {clock((self.now() - since) * left / gained)}"
-        return f"ETA {clock((self.now() - self.began) * left / self.iterations_done)}"
+        gained = self.trained - before
+        if gained <= 0:
+            return None
+        if self.left is not None and self.job_seconds > 0:
+            return schedule(*self.left, self.job_seconds / gained, self.slots)
+        return (self.now() - since) * (self.iterations - self.iterations_done) / gained
 
     def tick(
         self,
@@ -116,21 +125,30 @@ class Progress:
         queued: int,
         iterations_done: int,
         left: tuple[Sequence[int], Sequence[int]] | None = None,
+        trained: int | None = None,
     ) -> None:
-        """``left``: iterations left in each running run and in each queued one (for the ETA)."""
+        """``left``: iterations left in each running run and in each queued one (a queued resumable run
+        counts all of its iterations); ``trained``: iterations trained while watched (default: all done)."""
         now = self.now()
         self.iterations_done = min(iterations_done, self.iterations)
+        self.trained = self.iterations_done if trained is None else trained
         self.left = left
         if self.first_seen is not None and self.last_tick is not None:
             previous, jobs = self.last_tick
             self.job_seconds += jobs * (now - previous)
-        if self.iterations_done and self.first_seen is None:
-            self.first_seen = (now, self.iterations_done)
+        if self.trained and self.first_seen is None:
+            self.first_seen = (now, self.trained)
         if self.first_seen is not None:
             self.last_tick = (now, running)
         self.bar.update(self.iterations_done - self.bar.n)
+        seconds = self.seconds_left()
         self.bar.set_postfix(
-            runs=f"{self.done}/{self.total}", running=running, queued=queued, failed=self.failed, refresh=True
+            runs=f"{self.done}/{self.total}",
+            running=running,
+            queued=queued,
+            failed=self.failed,
+            eta=PACE_UNKNOWN if seconds is None else clock(seconds),
+            refresh=True,
         )
         if self.bar.disable and now - self.last_line > HEARTBEAT_S:
             share = self.iterations_done / max(self.iterations, 1)

@@ -220,6 +220,7 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
     to_train = {run.key: run.config.trainer.iterations - (run.extends or 0) for run in runs}
     progress = Progress(len(runs), sum(to_train.values()), slots=session.parallel_jobs)
     iterations: dict[str, int] = {}  # run key -> iterations trained, from its job's log (all, once it ended)
+    watched: dict[str, int] = {}  # run key -> its iterations when first seen: the pace counts what was trained since
     failures: list[tuple[PlannedRun, Outcome]] = []
     try:
         while pool.busy:
@@ -227,6 +228,7 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
                 key = str(polled)  # the pool's keys are run keys
                 run = by_key[key]
                 if outcome.ok:
+                    watched.setdefault(key, to_train[key])  # ended before its log was read: adds nothing to the pace
                     iterations[key] = to_train[key]
                     value = "already finished" if outcome.value is None else f"final eval success {outcome.value:.3f}"
                     progress.event(redact_text(f"{run.label}  ({value}, {clock(outcome.seconds)})"), ok=True)
@@ -239,9 +241,16 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
                 key = str(polled)
                 trained = last_iteration(log) - (by_key[key].extends or 0)  # an extension starts past its source
                 iterations[key] = max(iterations.get(key, 0), trained)
+                watched.setdefault(key, iterations[key])  # a resumed run starts at its checkpoint
             running_left = [max(to_train[str(key)] - iterations.get(str(key), 0), 0) for key in pool.running]
             queued_left = [to_train[str(key)] for key, _, _ in pool.queue]
-            progress.tick(len(pool.running), len(pool.queue), sum(iterations.values()), (running_left, queued_left))
+            progress.tick(
+                len(pool.running),
+                len(pool.queue),
+                sum(iterations.values()),
+                (running_left, queued_left),
+                trained=sum(iterations[key] - watched[key] for key in iterations),
+            )
             if pool.busy:
                 time.sleep(POLL_S)
     except KeyboardInterrupt:

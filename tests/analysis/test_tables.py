@@ -175,3 +175,28 @@ def test_cells_csv_agrees_with_the_tables(report, known):
 def test_escaped_text_keeps_its_double_hyphens():
     """A reason such as "(--where)" must not be set as an en dash."""
     assert latex.escape("seed=1 (not 0) (--where); a-b ---") == r"seed=1 (not 0) (-{}-where); a-b -{}-{}-"
+
+
+def test_a_block_of_one_seed_shows_no_interval_for_its_cells_or_differences():
+    """One seed has no seed-level variance: each cell's interval and each difference's read n/e (a NaN
+    half width was once clipped to [0, 100]), with the note saying why."""
+    import math
+
+    from analysis.block_rows import get_block
+    from analysis.cells import CellResult, Plan, empty_result
+    from analysis.tables import NOT_ESTIMABLE, ablation_table
+
+    blocks = report_blocks()
+    plan = Plan((get_block("detector"),), scale="tiny")
+    cells = {key: empty_result(key, (0,)) for key in plan.wanted()}
+    for variant, rate in (("random", 0.3), ("uniform", 0.5), ("entropy", 0.9)):
+        key = plan.cell(get_block("detector").variant(variant), blocks.ablation_environment, blocks.ablation_scale)
+        outcomes = (pd.Series(np.r_[np.ones(round(rate * 128)), np.zeros(128 - round(rate * 128))]),)
+        cells[key] = CellResult(key, (f"{variant}-0",), (0,), np.array([rate]), outcomes, expected=(0,))
+        assert all(math.isnan(bound) for bound in cells[key].interval())
+    tex = ablation_table(plan, cells, "final")
+    assert tex is not None
+    assert len(rows(tex)) == 3
+    for row in rows(tex):
+        assert row[2] == NOT_ESTIMABLE, row  # the cell's own interval
+    assert f"{NOT_ESTIMABLE}: one seed, no interval" in tex

@@ -59,6 +59,7 @@ def test_the_eta_runs_the_queued_runs_in_the_slots_that_free_at_one_jobs_pace():
     progress.tick(running=2, queued=1, iterations_done=0, left=([40, 40], [40]))
     clock[0] = 180.0  # the clone
     progress.tick(running=2, queued=1, iterations_done=2, left=([39, 39], [40]))
+    assert progress.eta() == "ETA once iterations are timed"  # not 118 x 90 s from the pace since the start
     clock[0] = 300.0  # 24 iterations in 240 job-seconds: 10 s an iteration a job
     progress.tick(running=2, queued=1, iterations_done=26, left=([27, 27], [40]))
     assert progress.eta() == "ETA 11:10"  # 270 s for the two running, then 400 s for the queued one
@@ -70,6 +71,16 @@ def test_the_eta_runs_the_queued_runs_in_the_slots_that_free_at_one_jobs_pace():
     # would say 37 at 5.2 s: half the time, as if the lone job had both slots)
     assert progress.eta() == "ETA 06:23"
     assert schedule([], [], 10.0, 2) == 0.0 and schedule([5], [5, 5, 5], 1.0, None) == 5.0
+    progress.close()
+
+
+def test_a_resumed_runs_checkpointed_iterations_do_not_count_toward_the_pace():
+    clock = [0.0]
+    progress = Progress(runs=2, iterations=80, stream=io.StringIO(), slots=2, now=lambda: clock[0])
+    progress.tick(running=1, queued=1, iterations_done=2, left=([38], [40]), trained=2)
+    clock[0] = 60.0  # 6 more at 10 s; the second run resumes from its checkpoint at iteration 30, seen at 31
+    progress.tick(running=2, queued=0, iterations_done=39, left=([32, 9], []), trained=8)
+    assert progress.eta() == "ETA 05:20"  # 32 left at 10 s, not at 60 s / 37 iterations
     progress.close()
 
 
