@@ -162,9 +162,12 @@ class Progress:
         return self.now() - self.began
 
 
-def schedule(running: Sequence[int], queued: Sequence[int], seconds_per_iteration: float, slots: int | None) -> float:
+def schedule(
+    running: Sequence[float], queued: Sequence[float], seconds_per_iteration: float, slots: int | None
+) -> float:
     """Seconds until the last run ends: the running runs' iterations left, then each queued run in the
-    first slot that frees, every job at ``seconds_per_iteration`` (``slots`` None: all at once)."""
+    first slot that frees, every job at ``seconds_per_iteration`` (``slots`` None: all at once). The
+    planner passes minutes per run with a pace of 1 for a sweep's wall time."""
     width = len(running) + len(queued) if slots is None else max(slots, 1)
     free = sorted(left * seconds_per_iteration for left in running)
     free = [0.0] * max(width - len(free), 0) + free

@@ -231,6 +231,8 @@ class Estimate:
     unit: str
     """"GPU hours" when any run trains on GPUs (backend=verl) or has a GPU estimate (the paper preset), else
     "CPU minutes"."""
+    amounts: tuple[float, ...] = ()
+    """Each run's part of ``amount``, in launch order."""
 
     def __str__(self) -> str:
         return f"{self.runs} runs, about {self.amount:.1f} {self.unit} ({self.amount / max(self.runs, 1):.2f} per run)"
@@ -240,10 +242,11 @@ def estimate(runs: list[PlannedRun]) -> Estimate:
     """The compute of ``runs`` from the per-run estimates of their trainer presets."""
     from gaca.backends.backend_config import spec as backend_spec
 
-    gpu = [r.config.trainer.estimated_gpu_hours for r in runs]
+    gpu = tuple(r.config.trainer.estimated_gpu_hours for r in runs)
     if any(hours > 0 for hours in gpu) or any(backend_spec(r.config.backend.name).on_gpus for r in runs):
-        return Estimate(len(runs), sum(gpu), "GPU hours")
-    return Estimate(len(runs), sum(r.config.trainer.estimated_cpu_minutes * share(r) for r in runs), "CPU minutes")
+        return Estimate(len(runs), sum(gpu), "GPU hours", gpu)
+    cpu = tuple(r.config.trainer.estimated_cpu_minutes * share(r) for r in runs)
+    return Estimate(len(runs), sum(cpu), "CPU minutes", cpu)
 
 
 def share(run: PlannedRun) -> float:

@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING
 
 from gaca.backends.backend_config import spec as backend_spec
 from gaca.orchestration.block_files import ALL, block_names
-from gaca.orchestration.display import Progress, clock, describe_log, error_excerpt, last_iteration, table
+from gaca.orchestration.display import (
+    Progress,
+    clock,
+    describe_log,
+    error_excerpt,
+    last_iteration,
+    schedule,
+    table,
+)
 from gaca.orchestration.plan import DONE, LAUNCHED, RUNNING, PlannedRun
 from gaca.orchestration.until_decided import SEQUENTIAL_FLAGS
 from gaca.orchestration.until_decided import add_arguments as add_sequential_arguments
@@ -138,7 +146,7 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
     cost = estimate(to_launch)
     wall = ""
     if parallel is not None and cost.unit == "CPU minutes":
-        wall = f", about {cost.amount / parallel:.0f} min of wall time at {parallel} jobs at once"
+        wall = f", about {schedule([], cost.amounts, 1.0, parallel):.0f} min of wall time at {parallel} jobs at once"
     print(f"to launch: {cost}{wall}")
     if dry_run:
         print("dry run: nothing launched")

@@ -43,6 +43,10 @@ def test_dry_run_lists_the_runs_and_the_cpu_minutes(workspace: Path, capsys):
     assert out.count("to run") == 9 + 1 and "algorithm.detector=random" in out
     per_run = TrainerConfig().estimated_cpu_minutes  # the default preset's (the YAML equals the dataclass)
     assert f"to launch: 9 runs, about {9 * per_run:.1f} CPU minutes ({per_run:.2f} per run)" in out
+    jobs = re.search(r"of wall time at (\d+) jobs at once", out)  # the local launcher: one job per core
+    assert jobs, out
+    waves = -(-9 // int(jobs[1]))  # 9 equal runs in waves of at most that many: a last partial wave counts whole
+    assert f"about {waves * per_run:.0f} min of wall time at {jobs[1]} jobs at once" in out
     assert "dry run: nothing launched" in out
     assert not (workspace / "mlflow.db").exists() and not (workspace / "multirun").exists()
 
