@@ -76,6 +76,11 @@ def power_rows(claims: Sequence[Claim]) -> list[tuple[int, str, str, int, str, l
     return rows
 
 
+def _one_seed(rows: Sequence[tuple[int, str, str, int, str, list[str]]]) -> bool:
+    """Whether a ``power_rows`` row has one seed (its power is n/a: ``ONE_SEED_POWER``)."""
+    return any(seeds < 2 for _, _, _, seeds, _, _ in rows)
+
+
 def _target_headings() -> list[str]:
     return [f"seeds, {100 * target:g} pts" for target in stats.DETECTION_TARGETS]
 
@@ -104,7 +109,7 @@ def markdown(claims: Sequence[Claim], header: Sequence[str], efficiency: pd.Data
             f"| {n} | {name} | {pairing} | {seeds} | {effect} | " + " | ".join(needed) + " |"
             for n, name, pairing, seeds, effect, needed in rows
         ]
-        if any(seeds < 2 for _, _, _, seeds, _, _ in rows):
+        if _one_seed(rows):
             lines += ["", ONE_SEED_POWER]
     for i, claim in enumerate(claims, 1):
         lines += ["", f"## {i}. {claim.statement}", "", f"Verdict: **{claim.verdict}**", ""]
@@ -187,7 +192,7 @@ def latex_table(claims: Sequence[Claim], sequential: bool = False) -> str:
             ),
             r"\bottomrule",
             r"\end{tabular}",
-            *([r"\par " + escape(ONE_SEED_POWER)] if any(seeds < 2 for _, _, _, seeds, _, _ in power) else []),
+            *([r"\par " + escape(ONE_SEED_POWER)] if _one_seed(power) else []),
             r"\end{table}",
             "",
         ]

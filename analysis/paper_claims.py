@@ -344,14 +344,13 @@ def gate_in_linear_regime(evidence: Evidence) -> Claim:
                 notes.append(f"{name} logged by {values.size} of {cell.expected_seeds} seeds")
                 verdicts.append(MISSING)
                 continue
-            if values.size < 2:
-                verdicts.append(INCONCLUSIVE)
-                numbers.append(f"{name}: {values.mean():.4f} (n=1; no interval with one seed) → {verdicts[-1]}")
-                continue
-            half = stats.half_width([stats.seed_level(values)], values.size)  # t interval over seeds
+            half = stats.half_width([stats.seed_level(values)], values.size)  # t interval; NaN with one seed
             low, high = values.mean() - half, values.mean() + half
-            verdicts.append(check(low, high))
-            numbers.append(f"{name}: {values.mean():.4f} [{low:.4f}, {high:.4f}] (n={values.size}) → {verdicts[-1]}")
+            verdicts.append(check(low, high))  # NaN bounds decide nothing: inconclusive
+            shown = (
+                "(n=1; no interval with one seed)" if math.isnan(half) else f"[{low:.4f}, {high:.4f}] (n={values.size})"
+            )
+            numbers.append(f"{name}: {values.mean():.4f} {shown} → {verdicts[-1]}")
     if not verdicts:
         notes.append("no GACA run with diagnostics")
     return Claim(statement, combine(verdicts), numbers, notes)

@@ -116,7 +116,7 @@ class Progress:
         if gained <= 0:
             return None
         if self.left is not None and self.job_seconds > 0:
-            return schedule(*self.left, self.job_seconds / gained, self.slots)
+            return makespan(*self.left, self.slots, self.job_seconds / gained)
         return (self.now() - since) * (self.iterations - self.iterations_done) / gained
 
     def tick(
@@ -162,18 +162,16 @@ class Progress:
         return self.now() - self.began
 
 
-def schedule(
-    running: Sequence[float], queued: Sequence[float], seconds_per_iteration: float, slots: int | None
-) -> float:
-    """Seconds until the last run ends: the running runs' iterations left, then each queued run in the
-    first slot that frees, every job at ``seconds_per_iteration`` (``slots`` None: all at once). The
-    planner passes minutes per run with a pace of 1 for a sweep's wall time."""
+def makespan(running: Sequence[float], queued: Sequence[float], slots: int | None, pace: float = 1.0) -> float:
+    """When the last job ends: the running jobs' work left, then each queued job in the first slot that
+    frees (``slots`` None: all at once), work times ``pace`` (the ETA: iterations x seconds an
+    iteration; the planner: minutes a run)."""
     width = len(running) + len(queued) if slots is None else max(slots, 1)
-    free = sorted(left * seconds_per_iteration for left in running)
+    free = sorted(work * pace for work in running)
     free = [0.0] * max(width - len(free), 0) + free
     heapq.heapify(free)
-    for left in queued:
-        heapq.heappush(free, heapq.heappop(free) + left * seconds_per_iteration)
+    for work in queued:
+        heapq.heappush(free, heapq.heappop(free) + work * pace)
     return max(free, default=0.0)
 
 

@@ -226,13 +226,19 @@ def attach_extensions(runs: Iterable[PlannedRun], recorded: Mapping[str, Recorde
 
 @dataclass(frozen=True)
 class Estimate:
-    runs: int
-    amount: float
     unit: str
     """"GPU hours" when any run trains on GPUs (backend=verl) or has a GPU estimate (the paper preset), else
     "CPU minutes"."""
-    amounts: tuple[float, ...] = ()
-    """Each run's part of ``amount``, in launch order."""
+    amounts: tuple[float, ...]
+    """Each run's estimate, in plan order."""
+
+    @property
+    def runs(self) -> int:
+        return len(self.amounts)
+
+    @property
+    def amount(self) -> float:
+        return sum(self.amounts)
 
     def __str__(self) -> str:
         return f"{self.runs} runs, about {self.amount:.1f} {self.unit} ({self.amount / max(self.runs, 1):.2f} per run)"
@@ -244,9 +250,8 @@ def estimate(runs: list[PlannedRun]) -> Estimate:
 
     gpu = tuple(r.config.trainer.estimated_gpu_hours for r in runs)
     if any(hours > 0 for hours in gpu) or any(backend_spec(r.config.backend.name).on_gpus for r in runs):
-        return Estimate(len(runs), sum(gpu), "GPU hours", gpu)
-    cpu = tuple(r.config.trainer.estimated_cpu_minutes * share(r) for r in runs)
-    return Estimate(len(runs), sum(cpu), "CPU minutes", cpu)
+        return Estimate("GPU hours", gpu)
+    return Estimate("CPU minutes", tuple(r.config.trainer.estimated_cpu_minutes * share(r) for r in runs))
 
 
 def share(run: PlannedRun) -> float:

@@ -30,7 +30,7 @@ from gaca.orchestration.display import (
     describe_log,
     error_excerpt,
     last_iteration,
-    schedule,
+    makespan,
     table,
 )
 from gaca.orchestration.plan import DONE, LAUNCHED, RUNNING, PlannedRun
@@ -146,7 +146,7 @@ def execute(runs: list[PlannedRun], session: HydraSession, name: str, dry_run: b
     cost = estimate(to_launch)
     wall = ""
     if parallel is not None and cost.unit == "CPU minutes":
-        wall = f", about {schedule([], cost.amounts, 1.0, parallel):.0f} min of wall time at {parallel} jobs at once"
+        wall = f", about {makespan([], cost.amounts, parallel):.0f} min of wall time at {parallel} jobs at once"
     print(f"to launch: {cost}{wall}")
     if dry_run:
         print("dry run: nothing launched")

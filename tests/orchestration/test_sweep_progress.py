@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gaca.orchestration.display import HEARTBEAT_S, Progress, last_iteration, schedule
+from gaca.orchestration.display import HEARTBEAT_S, Progress, last_iteration, makespan
 
 from .conftest import TINY, gaca
 
@@ -70,7 +70,7 @@ def test_the_eta_runs_the_queued_runs_in_the_slots_that_free_at_one_jobs_pace():
     # 840 job-seconds over 81 iterations: 37 left at 10.4 s (the sweep's pace since the first iterations
     # would say 37 at 5.2 s: half the time, as if the lone job had both slots)
     assert progress.eta() == "ETA 06:23"
-    assert schedule([], [], 10.0, 2) == 0.0 and schedule([5], [5, 5, 5], 1.0, None) == 5.0
+    assert makespan([], [], 2, 10.0) == 0.0 and makespan([5], [5, 5, 5], None) == 5.0
     progress.close()
 
 
