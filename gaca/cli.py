@@ -12,6 +12,7 @@ BENCHMARKS = {
     "envs": "gaca.bench.envs",
     "policy": "gaca.bench.policy",
     "train": "gaca.bench.train",
+    "update": "gaca.bench.update",
     "dispatch": "gaca.bench.dispatch",
     "testbed": "gaca.bench.testbed",
     "soak": "gaca.bench.soak",

@@ -260,6 +260,11 @@ KEYLESS_THREADS = 1
 one thread, every sweep job's default, drops out so that one-thread runs keep the keys they always had
 (and so does every count of a verl run). ``gaca.compose.validate`` writes the count a run will
 use in place of null (torch's default)."""
+KEYLESS_TRAINER = {"update": "every_row"}
+"""CPU trainer options added after runs existed, at the value that computes what those runs computed:
+there they drop out of the canonical config, so those runs keep their keys; any other value changes
+results (in their last bits at least) and is part of the key. A verl job computes with verl's own
+update, so for it they drop out at every value."""
 DEFAULT_BACKEND = "cpu"
 """Drops out of the canonical config, so runs keep the keys they had before backends existed."""
 
@@ -283,6 +288,9 @@ def canonical(config: Mapping[str, Any]) -> dict[str, Any]:
     on_cpu = result.get("backend", {}).get("name", DEFAULT_BACKEND) == DEFAULT_BACKEND
     if "threads" in result.get("trainer", {}) and (not on_cpu or result["trainer"]["threads"] == KEYLESS_THREADS):
         result["trainer"].pop("threads")  # a verl job computes on GPUs: torch's CPU threads do not matter
+    for key, keyless in KEYLESS_TRAINER.items():
+        if key in result.get("trainer", {}) and (not on_cpu or result["trainer"][key] == keyless):
+            result["trainer"].pop(key)
     for key in NOT_IDENTITY_MODEL:
         result.get("model", {}).pop(key, None)
     model = result.get("model")

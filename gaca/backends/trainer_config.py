@@ -12,6 +12,7 @@ from gaca.validation import check_choice, check_int, check_number
 
 INITS = ("bc", "scratch")
 LR_SCHEDULES = ("constant", "linear")
+UPDATES = ("every_row", "distinct")
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,12 @@ class TrainerConfig:
     """Passes over the batch per iteration."""
     minibatch_size: int = 256
     """Step rows per gradient step."""
+    update: str = "every_row"
+    """How the PPO update computes its log-probabilities (one loss either way, ``gaca.backends.cpu.ppo``):
+    every_row scores every row of a mini-batch and the reference per mini-batch; distinct scores each
+    distinct (prompt, response) pair of a mini-batch once and the reference once per iteration, keeping
+    every copy's loss term. They differ in the last bits, so the value is part of a run's key
+    (docs/benchmarks.md, "Computing each distinct step once")."""
     lr: float = 1e-3
     """AdamW learning rate (the paper's 1e-6 is for a 1.5B model; a tiny model needs far more)."""
     lr_schedule: str = "linear"
@@ -116,6 +123,7 @@ class TrainerConfig:
         check_int("trainer.group_size", self.group_size, 2, why=" (group normalisation needs two rollouts)")
         check_int("trainer.ppo_epochs", self.ppo_epochs, 1)
         check_int("trainer.minibatch_size", self.minibatch_size, 1)
+        check_choice("trainer.update", self.update, UPDATES)
         check_number("trainer.lr", self.lr, 0.0, 1.0, "in (0, 1]", low_open=True)
         check_choice("trainer.lr_schedule", self.lr_schedule, LR_SCHEDULES)
         check_number("trainer.weight_decay", self.weight_decay, 0.0, 1.0, "in [0, 1]")

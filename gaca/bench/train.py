@@ -1,8 +1,13 @@
-"""`gaca bench train [overrides]`: time one training run and print its per-iteration breakdown.
+"""`gaca bench train [--presets P,...] [--variants V;...] [overrides]`: time training runs and print
+their per-iteration breakdown.
 
-Runs in a temporary working folder with its own SQLite store (nothing is left in the project),
-then reads the perf/* metrics the run logged: environment, generation, estimator and update
-seconds per iteration, generation and training tokens per second, and the wall time.
+Each run trains in a temporary working folder with its own SQLite store (nothing is left in the
+project); the table gives the perf/* metrics it logged (environment, generation, estimator and
+update seconds per iteration, generation and training tokens per second), its wall time and the
+CPU time of this process over all its threads. ``--variants`` trains every preset once per variant
+(space-separated overrides, variants separated by ';'), one after the other in this process, and
+gives each run's CPU and wall time as a ratio to the preset's first variant: a side-by-side
+comparison of two settings on the same machine at the same moment.
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ PARTS = ("perf/env_s", "perf/generation_s", "perf/estimator_s", "perf/update_s",
 RATES = ("perf/env_steps_per_s", "perf/tokens_per_s", "perf/train_tokens_per_s")
 
 
-def train_in_temporary_store(overrides: list[str], read: Callable[[MlflowClient, str], T]) -> tuple[T, float]:
+def train_in_temporary_store(overrides: list[str], read: Callable[[MlflowClient, str], T]) -> tuple[T, float, float]:
     """Train one run composed from ``overrides`` in a temporary working folder with its own SQLite store
-    (nothing is left behind); returns ``read(client, run_id)`` and the training wall time in seconds."""
+    (nothing is left behind); returns ``read(client, run_id)``, the training wall time and the CPU time
+    of this process (all threads) in seconds."""
     from hydra import compose, initialize_config_dir
 
     from gaca.backends.cpu.loop import train
@@ -43,10 +49,10 @@ def train_in_temporary_store(overrides: list[str], read: Callable[[MlflowClient,
             uri = f"sqlite:///{folder}/mlflow.db"
             resolved["tracking"]["uri"] = uri
             run = type(run).from_dict(resolved)
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             result = train(run, resolved, quiet=True)
-            wall = time.perf_counter() - start
-            return read(MlflowClient(uri), cast(str, result.run_id)), wall  # the run logged to this store
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+            return read(MlflowClient(uri), cast(str, result.run_id)), wall, cpu  # the run logged to this store
         finally:
             os.chdir(previous)
 
@@ -54,8 +60,15 @@ def train_in_temporary_store(overrides: list[str], read: Callable[[MlflowClient,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gaca bench train", description=__doc__)
     parser.add_argument("--presets", default="quick,default", help="comma-separated trainer presets to time")
+    parser.add_argument(
+        "--variants",
+        default="",
+        help="';'-separated variants, each space-separated overrides, every preset trained once per variant "
+        "(e.g. 'trainer.update=every_row;trainer.update=distinct')",
+    )
     parser.add_argument("overrides", nargs="*", help="Hydra overrides applied to every preset")
     args = parser.parse_args(argv)
+    variants = [variant.split() for variant in args.variants.split(";")]
 
     def read(client: MlflowClient, run_id: str) -> tuple[dict[str, float], list]:
         medians = {
@@ -65,24 +78,32 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     for preset in args.presets.split(","):
-        (medians, curve), wall = train_in_temporary_store([f"trainer={preset}", *args.overrides], read)
-        rows.append((preset, wall, medians, curve[0].value, curve[-1].value))
+        baseline = None
+        for variant in variants:
+            (medians, curve), wall, cpu = train_in_temporary_store(
+                [f"trainer={preset}", *args.overrides, *variant], read
+            )
+            baseline = baseline or (cpu, wall)
+            ratios = (cpu / baseline[0], wall / baseline[1])
+            rows.append((preset, " ".join(variant) or "-", wall, cpu, ratios, medians, curve[0].value, curve[-1].value))
 
     print(
-        "median seconds per iteration (env | generation | estimator | update | whole), rates, wall time incl. BC "
-        "init and evals"
+        "median seconds per iteration (env | generation | estimator | update | whole), rates, wall and CPU time "
+        "incl. BC init and evals, each as a ratio to the preset's first variant"
     )
+    width = max(len(row[1]) for row in rows)
     header = (
-        f"{'preset':<8} {'env':>6} {'gen':>6} {'est':>6} {'update':>7} {'iter':>6} {'steps/s':>9} "
-        f"{'gen tok/s':>9} {'train tok/s':>11} {'wall s':>7} {'eval0':>6} {'evalN':>6}"
+        f"{'preset':<8} {'variant':<{width}} {'env':>6} {'gen':>6} {'est':>6} {'update':>7} {'iter':>6} "
+        f"{'steps/s':>9} {'gen tok/s':>9} {'train tok/s':>11} {'wall s':>7} {'cpu s':>7} {'cpu x':>6} "
+        f"{'wall x':>6} {'eval0':>6} {'evalN':>6}"
     )
     print(header)
-    for preset, wall, m, first, last in rows:
+    for preset, variant, wall, cpu, (cpu_ratio, wall_ratio), m, first, last in rows:
         print(
-            f"{preset:<8} {m['perf/env_s']:>6.2f} {m['perf/generation_s']:>6.2f} {m['perf/estimator_s']:>6.3f} "
-            f"{m['perf/update_s']:>7.2f} {m['perf/iteration_s']:>6.2f} {m['perf/env_steps_per_s']:>9.0f} "
-            f"{m['perf/tokens_per_s']:>9.0f} {m['perf/train_tokens_per_s']:>11.0f} {wall:>7.1f} {first:>6.2f} "
-            f"{last:>6.2f}"
+            f"{preset:<8} {variant:<{width}} {m['perf/env_s']:>6.2f} {m['perf/generation_s']:>6.2f} "
+            f"{m['perf/estimator_s']:>6.3f} {m['perf/update_s']:>7.2f} {m['perf/iteration_s']:>6.2f} "
+            f"{m['perf/env_steps_per_s']:>9.0f} {m['perf/tokens_per_s']:>9.0f} {m['perf/train_tokens_per_s']:>11.0f} "
+            f"{wall:>7.1f} {cpu:>7.1f} {cpu_ratio:>6.2f} {wall_ratio:>6.2f} {first:>6.2f} {last:>6.2f}"
         )
     return 0
 
