@@ -12,46 +12,61 @@ import pandas as pd
 from analysis import stats
 from analysis.latex import escape
 from analysis.paper_claims import ALPHA_POINTS, MARGIN_POINTS, Claim
+from analysis.sequential_design import ASSUMPTIONS, DEFAULT_ASSUME, NONE, SHARP_NULL, SHIFT
 from gaca.estimators.registry import estimator_label
 
-VERDICT_RULE = f"""\
-Verdict rule. Every comparison is a test of the mean of its per-seed differences a - b (paired by
-seed; cells that share no seed, the k-th seed of each), which lie in [-1, 1] whatever shape the runs'
-outcomes take (learning or collapsing included): a test by betting (Waudby-Smith and Ramdas 2023,
-docs/sequential.md) that keeps its level for any bounded outcomes and at every seed count. A claim
-of k comparisons tests each at {ALPHA_POINTS:g}% / k (Bonferroni), so the chance that any of its
-parts is decided falsely is at most {ALPHA_POINTS:g}%; the claims of a block are not corrected
-against each other (each claim keeps its own {ALPHA_POINTS:g}%).
 
-- "a > b" **holds** when "a - b > 0" is shown at {ALPHA_POINTS / 2:g}% / k, is **contradicted** when
-  "a - b < 0" is, is **equivalent** when both "a - b > -{MARGIN_POINTS:g} pts" and "a - b <
-  +{MARGIN_POINTS:g} pts" are shown, each at {ALPHA_POINTS:g}% / k (two one-sided tests, TOST), and
-  is otherwise **inconclusive**; the interval shown is the 1 - {ALPHA_POINTS:g}% / k interval of
-  the same test.
-- "a does not improve on b" (alpha_c) **holds** when "the gain is below +{MARGIN_POINTS:g} pts" is
-  shown at {ALPHA_POINTS:g}% / k (one one-sided test; the line adds whether the variants are also
-  equivalent within ±{MARGIN_POINTS:g} by TOST, or a is worse), is **contradicted** when "the gain
-  is above +{MARGIN_POINTS:g} pts" is shown, and is otherwise inconclusive.
-- **missing runs**: a cell it needs has no runs, or lacks a seed that its block ran for other cells.
+def verdict_rule(assume: str = DEFAULT_ASSUME) -> str:
+    """The verdict rule printed at the top of claims.md, with the assumption ``assume`` of its
+    "equivalent" and "does not help" verdicts."""
+    other = NONE if assume == SHIFT else SHIFT
+    return f"""\
+Verdict rule. Every comparison reads its per-seed differences a - b (paired by seed; cells that share no
+seed, the k-th seed of each). A claim of k comparisons tests each at {ALPHA_POINTS:g}% / k (Bonferroni),
+so the chance that any of its parts is decided falsely is at most {ALPHA_POINTS:g}%; the claims of a
+block are not corrected against each other (each keeps its own {ALPHA_POINTS:g}%).
 
-A claim is contradicted if any part is, holds if all hold, is equivalent only if all its parts are,
-and is otherwise inconclusive (or missing runs). The lambda0 sweep is concave with an interior
-optimum when its middle point beats both endpoints (two comparisons).
+- "a > b" **holds** when an exact sign-flip test shows the differences lean positive at
+  {ALPHA_POINTS / 2:g}% / k, and is **contradicted** when it shows them lean negative. It rests on
+  Fisher's sharp null: when the estimator makes no difference the two runs of a seed (same start,
+  tasks and draws) are exchangeable, so each difference is as likely either sign, and the test is exact
+  at any seed count and for any outcome shape. Read as a gain in the *mean* it assumes a shift (a = b
+  plus a constant, symmetric noise): arms of different shape with equal means are told apart in one
+  direction or the other more often than the level. The interval shown beside it is the same test
+  inverted (the shifts it keeps); the any-shape interval for the mean (betting, no assumption) and
+  P(a > b), the share of paired seeds a wins (ties half) with its exact sign-test interval, are given
+  beside it and decide nothing.
+- "a > b" is **equivalent** when "a - b > -{MARGIN_POINTS:g} pts" and "a - b < +{MARGIN_POINTS:g} pts"
+  are both shown, each at {ALPHA_POINTS:g}% / k (two one-sided tests, TOST); "a does not improve on b"
+  (alpha_c) **holds** when "the gain is below +{MARGIN_POINTS:g} pts" is shown at {ALPHA_POINTS:g}% / k
+  (the line adds whether the variants are also equivalent by TOST, or a is worse) and is
+  **contradicted** when "the gain is above +{MARGIN_POINTS:g} pts" is. These verdicts {ASSUMPTIONS[assume]}
+  (`--assume {assume}`; `--assume {other}`: {ASSUMPTIONS[other]}).{SHIFT_CAVEAT if assume == SHIFT else NONE_CAVEAT}
+- **inconclusive**: nothing shown; **missing runs**: a cell it needs has no runs, or lacks a seed that its
+  block ran for other cells.
 
-With few seeds this test decides only large differences: with 15 seeds that all show the same gain
-d, "a > b" holds once d is about 28 points, and "does not help" or "equivalent" within
-±{MARGIN_POINTS:g} points need about 99 seeds; no test that is valid for every shape of bounded
-outcomes can do better (docs/sequential.md). P(a > b) is the fraction of seed pairs in which a
-scored higher (ties half; rliable's probability of improvement), with the one-sided exact
-Mann-Whitney p of that ranking; it is not the probability that a is the better method. The power
-lines are those of a t test with the measured seed- and task-level variance (it assumes normal seed
-means, so it is what the verdicts' test can reach at best).
+No exact test shows a side below 2^-n with n seeds: 5 seeds cannot reach 2.5% (2^-5 = 3.1%), and with k
+comparisons in a claim more are needed (8 seeds for 5 parts); such a comparison says "not tested" in one
+line. The paper's three seeds per cell decide nothing at {ALPHA_POINTS:g}% by any exact test (2^-3 =
+12.5%). A claim is contradicted if any part is, holds if all hold, is equivalent only if all its parts
+are, and is otherwise inconclusive (or missing runs). The lambda0 sweep is concave with an interior
+optimum when its middle point beats both endpoints (two comparisons). The power lines are those of a t
+test with the measured seed- and task-level variance; under a shift with normal noise the sign-flip test
+needs about as many seeds (and at least the fewest above).
 
-A block run with `gaca sweep BLOCK --until-decided` is judged by the same tests read after each of
-its rounds (its design is stated above the table when its runs carry one): each comparison keeps
+A block run with `gaca sweep BLOCK --until-decided` is judged by the group-sequential version of the same
+tests at its looks (its design is stated above the table when its runs carry one): each comparison keeps
 the verdict of the first look that showed one."""
 
 
+SHIFT_CAVEAT = (
+    " Where one arm's gain is a few seeds that learn while most seeds of both arms agree, the shift model "
+    "is wrong: such a gain can read as equivalent far more often than the level (docs/sequential.md)."
+)
+NONE_CAVEAT = (
+    " Valid for any bounded outcomes, they need some 55-99 seeds to decide anything within "
+    f"±{MARGIN_POINTS:g} points (docs/sequential.md)."
+)
 ONE_SEED_POWER = "n/a: one seed has no seed-level variance; a second seed gives the power line."
 
 
@@ -85,10 +100,12 @@ def _target_headings() -> list[str]:
     return [f"seeds, {100 * target:g} pts" for target in stats.DETECTION_TARGETS]
 
 
-def markdown(claims: Sequence[Claim], header: Sequence[str], efficiency: pd.DataFrame | None) -> str:
+def markdown(
+    claims: Sequence[Claim], header: Sequence[str], efficiency: pd.DataFrame | None, assume: str = DEFAULT_ASSUME
+) -> str:
     """claims.md: a verdict table, the power of every comparison, each claim's numbers, then the
     sample-efficiency numbers."""
-    lines = ["# The paper's claims, checked on the runs", "", *header, "", VERDICT_RULE, ""]
+    lines = ["# The paper's claims, checked on the runs", "", *header, "", verdict_rule(assume), ""]
     lines += ["| # | Claim | Verdict |", "| --- | --- | --- |"]
     lines += [f"| {i} | {claim.statement} | **{claim.verdict}** |" for i, claim in enumerate(claims, 1)]
     rows = power_rows(claims)
@@ -99,8 +116,8 @@ def markdown(claims: Sequence[Claim], header: Sequence[str], efficiency: pd.Data
             "",
             "Smallest difference detected at 80% power (two-sided alpha 0.05) with the seeds at hand, and the "
             "seeds per cell a 3- and a 5-point difference need, from the measured variance (power of the t test, "
-            "which assumes normal seed means: the verdicts' test, valid for any bounded outcomes, needs more; "
-            "see the verdict rule).",
+            "which assumes normal seed means; the sign-flip test needs about as many under a shift with normal "
+            "noise, and never fewer than the verdict rule's minimum).",
             "",
             "| # | Comparison | Pairing | Seeds | Detectable (pts) | " + " | ".join(_target_headings()) + " |",
             "| --- | --- | --- | ---: | ---: | " + " | ".join("---:" for _ in stats.DETECTION_TARGETS) + " |",
@@ -132,22 +149,26 @@ def markdown(claims: Sequence[Claim], header: Sequence[str], efficiency: pd.Data
     return "\n".join(lines) + "\n"
 
 
-CAPTION = (
-    "Each comparison is a test by betting of the mean per-seed difference, valid for bounded outcomes of any "
-    f"shape; a claim of k comparisons tests each at {ALPHA_POINTS:g}%/k (Bonferroni), so any false decision "
-    f"among its parts has probability at most {ALPHA_POINTS:g}%; the claims of a block are not corrected against "
-    "each other. Holds / contradicted: a > b / a < b shown; equivalent: all parts inside "
-    f'±{MARGIN_POINTS:g} points by two one-sided tests; "does not help": a gain below +{MARGIN_POINTS:g} points '
-    "shown; inconclusive: none shown."
-)
-"""The verdict rule in one caption (claims.md states it in full, ``VERDICT_RULE``)."""
+def caption(assume: str = DEFAULT_ASSUME) -> str:
+    """The verdict rule in one caption (claims.md states it in full, ``verdict_rule``)."""
+    return (
+        "Holds / contradicted: a > b / a < b shown by an exact sign-flip test of the per-seed differences "
+        f"({SHARP_NULL}); "
+        f"a claim of k comparisons tests each at {ALPHA_POINTS:g}%/k (Bonferroni), so any false decision among its "
+        f"parts has probability at most {ALPHA_POINTS:g}%; the claims of a block are not corrected against each other. "
+        f'Equivalent: all parts inside ±{MARGIN_POINTS:g} points by two one-sided tests; "does not help": a gain '
+        f"below +{MARGIN_POINTS:g} points shown; both {ASSUMPTIONS[assume]}. Inconclusive: none shown; with n seeds "
+        "no exact test reaches below 2^-n."
+    )
+
+
 SEQUENTIAL_VERDICTS = (
     "A block run until decided takes each comparison's verdict from the first of its rounds that showed one (its "
     "design is stated with the data)."
 )
 
 
-def latex_table(claims: Sequence[Claim], sequential: bool = False) -> str:
+def latex_table(claims: Sequence[Claim], sequential: bool = False, assume: str = DEFAULT_ASSUME) -> str:
     """The verdicts, then the power of each comparison, as booktabs tables for report.tex;
     ``sequential``: some block's verdicts are its sequential design's."""
     rows = [rf"{i} & {escape(claim.statement)} & \textbf{{{claim.verdict}}} \\" for i, claim in enumerate(claims, 1)]
@@ -156,7 +177,7 @@ def latex_table(claims: Sequence[Claim], sequential: bool = False) -> str:
         r"\centering",
         r"\small",
         r"\caption*{The paper's qualitative claims checked on the runs (numbers and intervals in claims.md). "
-        + escape(CAPTION)
+        + escape(caption(assume))
         + (" " + escape(SEQUENTIAL_VERDICTS) if sequential else "")
         + "}",
         r"\begin{tabular}{rp{0.68\linewidth}l}",
@@ -179,7 +200,7 @@ def latex_table(claims: Sequence[Claim], sequential: bool = False) -> str:
             r"\caption*{Power of each comparison behind a verdict: the smallest difference detected at 80\% power "
             r"(two-sided $\alpha = 0.05$) with the seeds at hand, and the seeds per cell a 3- and a 5-point "
             r"difference need, from the measured seed- and task-level variance (power of the t test, which "
-            r"assumes normal seed means; the verdicts' test needs more).}",
+            r"assumes normal seed means; the sign-flip test needs about as many under a shift with normal noise).}",
             r"\footnotesize",
             r"\begin{tabular}{rp{0.36\linewidth}lrr" + "r" * len(stats.DETECTION_TARGETS) + "}",
             r"\toprule",

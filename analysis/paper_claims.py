@@ -1,5 +1,5 @@
 """The paper's qualitative claims (Section 4), each checked on the runs with its numbers, a 95%
-interval, its power and a verdict (the rule is ``analysis.claims_text.VERDICT_RULE``, printed at the
+interval, its power and a verdict (the rule is ``analysis.claims_text.verdict_rule``, printed at the
 top of claims.md; ``analysis.claims_text`` writes them).
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis import sequential_design, stats
+from analysis import sequential_design, signflip, stats
 from analysis.block_rows import DEFAULT_CONFIG, Block, Variant, get_block, number, report_blocks
 from analysis.cells import CellKey, CellResult, Plan, compare
 from analysis.comparison import Comparison
@@ -21,6 +21,7 @@ from gaca.estimators.registry import claimed_order, estimator_label
 
 HOLDS, CONTRADICTED, INCONCLUSIVE, MISSING = "holds", "contradicted", "inconclusive", "missing runs"
 EQUIVALENT = sequential_design.EQUIVALENT
+DEFAULT_ASSUME = sequential_design.DEFAULT_ASSUME
 """A verdict on "a > b" (or a claim all of whose parts are) shown inside the margin by two one-sided tests."""
 MARGIN_POINTS = 100 * stats.EQUIVALENCE_MARGIN
 ALPHA_POINTS = 100 * stats.ALPHA
@@ -53,6 +54,8 @@ class Evidence:
     cells: Mapping[CellKey, CellResult]
     diagnostics: pd.DataFrame
     """``cells.diagnostics`` of the GACA cells: env, scale, run_id, seed, metric, value."""
+    assume: str = DEFAULT_ASSUME
+    """What "equivalent" and "does not help" assume (``sequential_design.ASSUMPTIONS``)."""
 
     def cell(self, block: Block, variant: Variant) -> CellResult:
         env, scale = self.plan.settings(block)[0]
@@ -82,24 +85,42 @@ VERDICTS = {
 """A test's decision as a claim verdict (undecided: inconclusive)."""
 
 
-def test(comparison: Comparison, kind: str, parts: int = 1) -> tuple[str, str]:
-    """A comparison's verdict at a fixed seed count (``sequential.run_fixed``, one of ``parts``
-    comparisons of its claim) and what the line says about it: the interval of its test, and for
-    ``NO_GAIN`` whether the variants are equivalent within the margin or a is worse."""
+def test(comparison: Comparison, kind: str, parts: int = 1, assume: str = DEFAULT_ASSUME) -> tuple[str, str]:
+    """A comparison's verdict at a fixed seed count (``sequential_design.run_fixed``, one of ``parts``
+    comparisons of its claim, "equivalent" and "does not help" under ``assume``) and what its line says:
+    the sign-flip p, the interval of the test that decides (the inverted sign-flip test: a shift), the
+    any-shape interval for the mean (betting), the probability of improvement over paired seeds, and what
+    the verdict rests on. Where no exact test can reach the level, one line says so instead."""
     differences = comparison.differences
     level = sequential_design.claim_level(stats.ALPHA, parts)
-    if differences.size < 2:
+    seeds = differences.size
+    if seeds < 2:
         return INCONCLUSIVE, f"not tested: {_NO_INTERVAL}"
+    if not sequential_design.reachable(seeds, kind, level):
+        return INCONCLUSIVE, sequential_design.unreachable_line(seeds, kind, level)
+    confidence = f"{100 * (1 - level):.3g}%"
     low, high = sequential_design.interval(differences, level)
-    shown = f"{100 * (1 - level):.3g}% interval [{100 * low:+.2f}, {100 * high:+.2f}] (betting)"
-    verdict = VERDICTS[
-        str(sequential_design.run_fixed(differences[None], stats.ALPHA, stats.EQUIVALENCE_MARGIN, kind, parts)[0])
-    ]
+    mean_low, mean_high = sequential_design.mean_interval(differences, level)
+    share, share_low, share_high = signflip.improvement(differences, level)
+    wins = int(np.sum(differences > signflip.TIE))
+    shown = (
+        f"exact sign-flip p = {float(signflip.p_greater(differences)):.3g} (one-sided, a > b); "
+        f"{confidence} shift interval [{100 * low:+.2f}, {100 * high:+.2f}] (sign-flip); "
+        f"any-shape {confidence} interval for the mean [{100 * mean_low:+.2f}, {100 * mean_high:+.2f}] (betting); "
+        f"a ahead on {wins} of {seeds} paired seeds, P(a > b) = {share:.2f} [{share_low:.2f}, {share_high:.2f}] "
+        "(exact sign-test interval)"
+    )
+    schedule = sequential_design.Schedule.fixed(seeds, stats.ALPHA, stats.EQUIVALENCE_MARGIN, assume)
+    decision = str(
+        sequential_design.run_fixed(differences[None], stats.ALPHA, stats.EQUIVALENCE_MARGIN, kind, parts, assume)[0]
+    )
+    verdict = VERDICTS[decision]
     if kind == sequential_design.NO_GAIN and verdict == HOLDS:
-        inside = sequential_design.tost_equivalent(differences[None], level, stats.EQUIVALENCE_MARGIN)[0, -1]
+        inside = sequential_design.tost(differences, level, schedule)
         points = f"{MARGIN_POINTS:g} pts"
         shown += f"; {'equivalent within ±' + points + ' (TOST)' if inside else 'gain below +' + points}"
-    return verdict, shown
+    rests = sequential_design.assumption(kind, decision, assume)
+    return verdict, shown + (f"; rests on: {rests}" if rests else "")
 
 
 def describe(result: CellResult, name: str) -> str:
@@ -117,9 +138,7 @@ _NO_INTERVAL = "no interval with one seed (no seed-level variance)"
 
 def describe_comparison(comparison: Comparison, a: str, b: str, verdict: str, detail: str = "") -> str:
     return (
-        f"{a} − {b}: {100 * comparison.estimate:+.2f} pts "
-        f"({comparison.pairing}, n={comparison.seeds}); P({a} > {b}) over seed pairs = "
-        f"{comparison.probability_of_improvement:.2f} (one-sided exact p = {comparison.p_value:.2f})"
+        f"{a} − {b}: {100 * comparison.estimate:+.2f} pts ({comparison.pairing}, n={comparison.seeds})"
         + (f"; {detail}" if detail else "")
         + f" → {verdict}"
     )
@@ -154,6 +173,7 @@ class _Check:
     tested at alpha over their number)."""
 
     numbers: list[str]
+    assume: str = DEFAULT_ASSUME
     made: list[tuple[str, str, Comparison, str]] = field(default_factory=list)
     """(a's name, b's name, the comparison, its kind)."""
 
@@ -167,7 +187,7 @@ class _Check:
         numbers = list(self.numbers)
         verdicts = []
         for a_name, b_name, comparison, kind in self.made:
-            verdict, detail = test(comparison, kind, len(self.made))
+            verdict, detail = test(comparison, kind, len(self.made), self.assume)
             verdicts.append(verdict)
             numbers.append(describe_comparison(comparison, a_name, b_name, verdict, detail))
             numbers.append(describe_power(comparison, a_name, b_name))
@@ -184,9 +204,9 @@ def _compared(a: CellResult, b: CellResult) -> Comparison:
     return comparison
 
 
-def ordered(statement: str, named: Sequence[tuple[str, CellResult]]) -> Claim:
+def ordered(statement: str, named: Sequence[tuple[str, CellResult]], assume: str = DEFAULT_ASSUME) -> Claim:
     """``named[0] < named[1] < ...``: each consecutive pair must increase."""
-    check = _Check([describe(result, name) for name, result in named])
+    check = _Check([describe(result, name) for name, result in named], assume)
     missing = _missing(named)
     if missing:
         return Claim(statement, MISSING, check.numbers, missing)
@@ -201,7 +221,7 @@ def detector_order(evidence: Evidence) -> Claim:
         (name, evidence.cell(block, block.at({"algorithm.detector": name})))
         for name in ("random", "uniform", "entropy")
     ]
-    return ordered("Detector: random < uniform < entropy (Section 4.3)", named)
+    return ordered("Detector: random < uniform < entropy (Section 4.3)", named, evidence.assume)
 
 
 def _sweep(evidence: Evidence) -> tuple[list[tuple[float, str, CellResult]], CellResult]:
@@ -225,7 +245,9 @@ def no_fixed_lambda0_matches(evidence: Evidence) -> Claim:
     statement = "No fixed lambda0 (modulation off) matches the adaptive gate (Section 4.3)"
     points, adaptive = _sweep(evidence)
     present, notes = _present(points)
-    check = _Check([describe(adaptive, "adaptive")] + [describe(result, name) for _, name, result in present])
+    check = _Check(
+        [describe(adaptive, "adaptive")] + [describe(result, name) for _, name, result in present], evidence.assume
+    )
     missing = _missing([("adaptive", adaptive)] + [(name, result) for _, name, result in present])
     if missing or not present:
         return Claim(
@@ -242,7 +264,7 @@ def lambda0_concave(evidence: Evidence) -> Claim:
     statement = "The lambda0 sweep (modulation off) is concave with an interior optimum (Figure 2c)"
     points, _ = _sweep(evidence)
     present, notes = _present(points)
-    check = _Check([describe(result, name) for _, name, result in present])
+    check = _Check([describe(result, name) for _, name, result in present], evidence.assume)
     missing = _missing([(name, result) for _, name, result in present])
     if missing:
         return Claim(statement, MISSING, check.numbers, notes + missing)
@@ -271,7 +293,7 @@ def modulation_gives_back(evidence: Evidence) -> Claim:
     block = get_block("modulation")
     named = [(v.name, evidence.cell(block, v)) for v in block.variants]  # 0, 0.5, 1.0
     statement = "Modulation 1.0 gives back part of 0.5's gain: m(0) < m(1.0) < m(0.5) (Section 4.3)"
-    check = _Check([describe(result, name) for name, result in named])
+    check = _Check([describe(result, name) for name, result in named], evidence.assume)
     missing = _missing(named)
     if missing:
         return Claim(statement, MISSING, check.numbers, missing)
@@ -287,7 +309,7 @@ def alpha_c_does_not_help(evidence: Evidence) -> Claim:
     fused = [v for v in block.variants if v is not pure]
     statement = "alpha_c < 1 does not help with a sparse reward (Section 4.3)"
     named = [(pure.name, evidence.cell(block, pure))] + [(v.name, evidence.cell(block, v)) for v in fused]
-    check = _Check([describe(result, name) for name, result in named])
+    check = _Check([describe(result, name) for name, result in named], evidence.assume)
     missing = _missing(named)
     if missing:
         return Claim(statement, MISSING, check.numbers, missing)
@@ -301,7 +323,7 @@ def main_order(evidence: Evidence) -> Claim:
     claim's comparisons (one family); a setting missing runs makes the claim missing runs."""
     order = claimed_order()
     statement = " > ".join(estimator_label(m) for m in reversed(order)) + " in every setting (Table 1)"
-    check = _Check([])
+    check = _Check([], evidence.assume)
     notes: list[str] = []
     main = report_blocks().main
     for env, scale in evidence.plan.settings(main):

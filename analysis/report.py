@@ -27,7 +27,18 @@ from urllib.parse import urlparse
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from analysis import cells, claims_text, collect, figures, horizon, latex, paper_claims, sequential_replay, tables
+from analysis import (
+    cells,
+    claims_text,
+    collect,
+    figures,
+    horizon,
+    latex,
+    paper_claims,
+    sequential_design,
+    sequential_replay,
+    tables,
+)
 from analysis.block_rows import Block, environment_label, report_blocks, scale_label
 from analysis.cells import CellKey, CellResult, Plan
 from analysis.where import check_keys, parse_where, pinned
@@ -123,6 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="only runs with this param value, e.g. trainer.kl_coef=0.1 (repeatable)",
     )
+    parser.add_argument(
+        "--assume",
+        choices=tuple(sequential_design.ASSUMPTIONS),
+        default=sequential_design.DEFAULT_ASSUME,
+        help="what 'equivalent' and 'does not help' assume: shift (sign-flip tests, exact for a shift with "
+        f"symmetric noise) or none (betting, any shape; decides nothing below ~55-99 seeds); default "
+        f"{sequential_design.DEFAULT_ASSUME}",
+    )
     parser.add_argument("--no-pdf", action="store_true", help="write report.tex but do not compile it")
     return parser
 
@@ -206,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         (out / name).unlink(missing_ok=True)
     replays, design_notes = sequential_replay.designs(plan, runs.results, runs.ledger, runs.diagnostics)
     design = [line for name, replay in replays.items() for line in replay.design_lines(name)] + design_notes
-    written, figures_shown, skipped, checked = write_artifacts(plan, runs, args.selection, out, replays, design)
+    written, figures_shown, skipped, checked = write_artifacts(
+        plan, runs, args.selection, out, replays, design, args.assume
+    )
     summary = summary_lines(args, plan, runs) + design
     tex = out / "report.tex"
     tex.write_text(report_tex(summary, skipped, written, figures_shown, checked, out))
@@ -259,10 +280,12 @@ def write_artifacts(
     out: Path,
     replays: Mapping[str, sequential_replay.Replay] | None = None,
     design: Sequence[str] = (),
+    assume: str = sequential_design.DEFAULT_ASSUME,
 ) -> tuple[list[Path], list[FigureSpec], list[str], list[paper_claims.Claim]]:
     """Tables, figures, claims.md and runs.csv; returns the paths written, the figures drawn, what
     was left out (each with why) and the checked claims. The claims of a block with a sequential
-    design (``replays``) take its verdicts, and ``design`` (what the design did) heads claims.md."""
+    design (``replays``) take its verdicts, and ``design`` (what the design did) heads claims.md;
+    ``assume``: what the fixed-n "equivalent" and "does not help" assume."""
     schedules = {name: replay.schedule for name, replay in (replays or {}).items()}
     written = tables.write_tables(plan, runs.results, runs.diagnostics, selection, out / "tables", schedules)
     skipped = [
@@ -285,14 +308,16 @@ def write_artifacts(
         else:
             skipped.append(f"{spec.name}: skipped, {spec.missing}")
 
-    checked = paper_claims.check(paper_claims.Evidence(plan, runs.results, runs.diagnostics))
+    checked = paper_claims.check(paper_claims.Evidence(plan, runs.results, runs.diagnostics, assume))
     adjusted = {claim.statement: claim for replay in (replays or {}).values() for claim in replay.claims}
     checked = [adjusted.get(claim.statement, claim) for claim in checked]
     header = _claims_header(plan, runs.results, selection) + list(design)
-    (out / "claims.md").write_text(claims_text.markdown(checked, header, efficiency))
+    (out / "claims.md").write_text(claims_text.markdown(checked, header, efficiency, assume))
     written.append(out / "claims.md")
     if checked:
-        (out / "tables" / "claims.tex").write_text(claims_text.latex_table(checked, sequential=bool(replays)))
+        (out / "tables" / "claims.tex").write_text(
+            claims_text.latex_table(checked, sequential=bool(replays), assume=assume)
+        )
         written.append(out / "tables" / "claims.tex")
     _ledger_frame(runs.ledger, plan).to_csv(out / "runs.csv", index=False)
     written.append(out / "runs.csv")
@@ -444,11 +469,21 @@ def summary_lines(args: argparse.Namespace, plan: Plan, runs: Runs) -> list[str]
 
 
 def _describe_uri(uri: str) -> str:
-    """The tracking URI without this machine's folders (a local store is named by its file)."""
+    """The tracking URI a reader can find again: a local store by its path (relative to the working
+    folder when inside it), a server by its address; never a password."""
     parsed = urlparse(uri)
-    if parsed.scheme in ("http", "https", "databricks"):
-        return uri
-    return f"{parsed.scheme or 'file'} store {Path(parsed.path).name}"
+    if parsed.scheme in ("http", "https", "databricks", "postgresql", "postgresql+psycopg", "mysql"):
+        host = parsed.hostname or ""
+        netloc = host + (f":{parsed.port}" if parsed.port else "")
+        return parsed._replace(netloc=netloc).geturl() if parsed.netloc else uri
+    path = Path(parsed.path if parsed.scheme else uri)
+    if parsed.scheme == "sqlite" and uri.startswith("sqlite:///"):
+        path = Path(uri.removeprefix("sqlite:///"))
+    try:
+        shown = path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        shown = path.resolve()
+    return f"{parsed.scheme or 'file'} store {shown}"
 
 
 def _claims_header(plan: Plan, results: dict[CellKey, CellResult], selection: str) -> list[str]:

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.optimize
 import scipy.stats
 
-from analysis import sequential_design, stats
+from analysis import sequential_design, signflip, stats
 from analysis.sequential_design import CONTINUE, CONTRADICTED, EQUIVALENT, GREATER, HOLDS, Schedule
 
 GRID = 801
@@ -38,21 +38,9 @@ MIN_DECIDING_SEEDS = 5
 """The t design decided nothing before 5 seeds (three equal differences leave only task noise)."""
 
 
-def obrien_fleming(fraction: np.ndarray, alpha: float) -> np.ndarray:
-    """Lan-DeMets O'Brien-Fleming-type spending: 2 - 2 Phi(z_{1 - alpha/2} / sqrt(t)); 0 at t = 0."""
-    t = np.asarray(fraction, dtype=float)
-    with np.errstate(divide="ignore"):
-        spent = 2.0 - 2.0 * scipy.stats.norm.cdf(scipy.stats.norm.ppf(1.0 - alpha / 2.0) / np.sqrt(t))
-    return np.where(t > 0, spent, 0.0)
-
-
-def pocock(fraction: np.ndarray, alpha: float) -> np.ndarray:
-    """Lan-DeMets Pocock-type spending: alpha ln(1 + (e - 1) t)."""
-    return alpha * np.log1p((math.e - 1.0) * np.asarray(fraction, dtype=float))
-
-
-SPENDING: Mapping[str, Callable[[np.ndarray, float], np.ndarray]] = {"obf": obrien_fleming, "pocock": pocock}
-DEFAULT_SPENDING = "obf"
+SPENDING = signflip.SPENDING
+DEFAULT_SPENDING = signflip.DEFAULT_SPENDING
+"""The spending functions (``analysis.signflip``: Lan-DeMets, of a level a(1))."""
 
 
 def spending(name: str) -> Callable[[np.ndarray, float], np.ndarray]:

@@ -47,17 +47,26 @@ class Tested:
     decision: str
     rows: tuple[str, ...] = ()
     """The block's rows (variant names) whose cells it compares."""
+    test: str = "sign-flip shift"
+    """The test whose interval is shown (``_label``)."""
 
     def line(self) -> str:
         where = f"decided at look {self.look + 1}" if self.decided else f"undecided after look {self.look + 1}"
         if math.isnan(self.low):
             shown = f"{100 * (1 - self.level):.3g}% interval: none"
         else:
-            shown = f"{100 * (1 - self.level):.3g}% interval [{100 * self.low:+.2f}, {100 * self.high:+.2f}] (betting)"
+            shown = (
+                f"{100 * (1 - self.level):.3g}% interval [{100 * self.low:+.2f}, {100 * self.high:+.2f}] ({self.test})"
+            )
         return (
             f"{self.name}: {100 * self.estimate:+.2f} pts, {shown} "
             f"(n={self.seeds}; {self.kind}) → {self.decision}, {where}"
         )
+
+
+def _label(schedule: Schedule) -> str:
+    """What a design's interval is, for its lines."""
+    return "betting" if schedule.test == sequential_design.TEST_BETTING else "group-sequential sign-flip, shift"
 
 
 @dataclass(frozen=True)
@@ -91,8 +100,8 @@ class Replay:
         decided = len(self.tested) - len(self.remaining)
         seeds = ", ".join(f"{name} {n}" for name, n in self.seeds_per_cell.items())
         lines = [
-            f"Sequential design of {block}: looks after {', '.join(map(str, s.looks))} seeds, tests by betting "
-            f"valid at every look (alpha {s.alpha:g}, each of a claim's k comparisons at alpha / k), margin "
+            f"Sequential design of {block}: looks after {', '.join(map(str, s.looks))} seeds, {s.describe()} "
+            f"(alpha {s.alpha:g}, each of a claim's k comparisons at alpha / k), margin "
             f"±{100 * s.margin:g} pts; {self.looks_made} of {len(s.looks)} looks made; {decided} of "
             f"{len(self.tested)} comparisons decided{'' if self.remaining else ' (the block stopped)'}.",
             f"Seeds per cell: {seeds}.",
@@ -156,8 +165,10 @@ def replay(
                 if comparison.seeds < n:
                     continue  # this look is not made for it: a cell lacks some of seeds 0 .. n - 1
                 made_here = True
-                low, high = sequential_design.interval(comparison.differences, level)
-                made = str(sequential_design.shown(comparison.differences[None], kind, level, schedule.margin)[0, -1])
+                low, high = sequential_design.interval(comparison.differences, level, schedule)
+                made = str(
+                    sequential_design.per_look(comparison.differences[None], kind, level, schedule, k + 1)[0, -1]
+                )
                 if claim.verdict == MISSING:
                     made = CONTINUE
                 states[key] = Tested(
@@ -173,6 +184,7 @@ def replay(
                     level,
                     made,
                     tuple(names[cell] for cell in comparison.cells if cell in names),
+                    _label(schedule),
                 )
         if made_here or not last:
             last = claims_now
@@ -198,9 +210,9 @@ def _adjust(claim: Claim, states: Mapping[tuple[str, str], Tested]) -> Claim:
 
 
 def repeated_interval(schedule: Schedule, comparison: Comparison) -> tuple[float, float, float]:
-    """``comparison``'s interval at the design's level over all its paired seeds (``sequential.interval``,
-    valid at whichever look the rounds stopped, as the decisions are): (low, high, its level)."""
-    return (*sequential_design.interval(comparison.differences, schedule.alpha), schedule.alpha)
+    """``comparison``'s interval at the design's level over its paired seeds, by the design's test and
+    looks (``sequential_design.interval``): (low, high, its level)."""
+    return (*sequential_design.interval(comparison.differences, schedule.alpha, schedule), schedule.alpha)
 
 
 STAND_IN_SUCCESS = (0.4, 0.5, 0.6)
@@ -302,6 +314,6 @@ def designs(
             continue
         env, scale = plan.settings(block)[0]
         names = {plan.cell(variant, env, scale): variant.name for variant in block.variants}
-        evidence = Evidence(plan, design.results, diagnostics)
+        evidence = Evidence(plan, design.results, diagnostics, design.schedule.assume)
         found[block.name] = replay(evidence, block_claims(block.name), design.schedule, names)
     return found, notes

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import stats
+from analysis import sequential_design, signflip, stats
 from analysis.block_rows import (
     Block,
     baseline_method,
@@ -49,7 +49,7 @@ PAPER_DIAGNOSTICS = dict(zip(DIAGNOSTIC_METRICS, ("0.31 / 0.27", NOT_RUN, "0.08 
 PAIRING_MARKS = {PAIRED_TASKS: "", PAIRED_SEEDS: "^{s}", UNPAIRED: "^{u}"}
 PAIRING_NOTES = {
     PAIRED_SEEDS: r"$^{s}$: paired by seed only (an AUC, or a final score without per-task outcomes)",
-    UNPAIRED: r"$^{u}$: unpaired, Welch's t interval (the cells share no seed)",
+    UNPAIRED: r"$^{u}$: unpaired, the k-th seed of each cell paired (the cells share no seed; independent runs)",
 }
 
 
@@ -86,26 +86,32 @@ def difference(comparison: Comparison | None) -> str:
 
 
 NOT_ESTIMABLE = "n/e"
-"""A cell or a difference of one seed: no seed-level variance, so no interval."""
+"""A cell of one seed (no seed-level variance), or a difference with too few seeds for an exact interval."""
 
 
 SEQUENTIAL_MARK = "^{s}"
 SEQUENTIAL_NOTE = (
-    r"$^{s}$: a block run in rounds until decided (its design in claims.md): $\Delta$'s interval is the "
-    r"confidence interval of the test by betting over its paired seeds, at the design's level, valid at "
-    r"whichever look the rounds stopped and for any shape of the outcomes."
+    r"$^{s}$: a block run in rounds until decided (its design in claims.md): $\Delta$'s interval is its "
+    r"design's test inverted over its paired seeds, at the design's level and looks."
 )
+DELTA_INTERVAL = (
+    r"its 95\% interval is the exact sign-flip test of the per-seed differences inverted (the shifts it keeps: "
+    r"exact for a shift with symmetric noise), the test the claims' verdicts use"
+)
+"""What Tables 1 and 2 say of the interval of a difference."""
 
 
 def difference_interval(comparison: Comparison | None, schedule: Schedule | None = None) -> str:
-    """The fixed-n interval of ``comparison``; for a block run until decided (``schedule``), its
-    repeated interval (``sequential_claims.repeated_interval``), marked."""
+    """The interval of ``comparison`` by the test that decides the verdicts: the inverted fixed-n
+    sign-flip test (``sequential_design.interval``); for a block run until decided (``schedule``), its
+    design's (``sequential_replay.repeated_interval``), marked. n/e where no exact test reaches 2.5% a side."""
     if comparison is None:
         return NOT_RUN
-    if not comparison.estimable:
+    if not signflip.reachable(comparison.seeds, (1.0 - stats.CONFIDENCE) / 2.0):
         return NOT_ESTIMABLE
     if schedule is None:
-        return interval(comparison.low, comparison.high, signed=True)
+        low, high = sequential_design.interval(comparison.differences, 1.0 - stats.CONFIDENCE)
+        return interval(low, high, signed=True)
     low, high, _ = repeated_interval(schedule, comparison)
     if math.isnan(low):
         return f"{NOT_RUN}${SEQUENTIAL_MARK}$"
@@ -117,7 +123,13 @@ def _pairing_notes(comparisons: Sequence[Comparison | None], cells: Sequence[Cel
     pairings = {comparison.pairing for comparison in comparisons if comparison is not None}
     notes = [note for pairing, note in PAIRING_NOTES.items() if pairing in pairings]
     one_seed = any(cell.n == 1 for cell in cells)
-    if one_seed or any(comparison is not None and not comparison.estimable for comparison in comparisons):
+    few = signflip.fewest_seeds((1.0 - stats.CONFIDENCE) / 2.0)
+    if any(comparison is not None and comparison.seeds < few for comparison in comparisons):
+        notes.append(
+            f"{NOT_ESTIMABLE}: {'one seed, no interval for a cell; ' if one_seed else ''}"
+            f"a difference over fewer than {few} seeds has no exact 95\\% interval ($2^{{-n}}$ above 2.5\\%)"
+        )
+    elif one_seed:
         notes.append(f"{NOT_ESTIMABLE}: one seed, no interval")
     return ("; ".join(notes) + ".") if notes else ""
 
@@ -209,8 +221,7 @@ def main_table(plan: Plan, cells: Mapping[CellKey, CellResult], selection: str) 
     caption = (
         rf"Evaluation success (\%), final: {_selection_text(selection)}; AUC: mean over the run's evaluations "
         r"(area under the evaluation curve); mean $\pm$ std over seeds. "
-        rf"Best per row in bold. $\Delta$: {ours} minus {theirs} in points, with a 95\% t interval paired by seed and "
-        r"evaluation task (over the per-seed differences, never narrower than their task-level noise). "
+        rf"Best per row in bold. $\Delta$: {ours} minus {theirs} in points, paired by seed; " + DELTA_INTERVAL + ". "
         rf"$P$: the fraction of seed pairs in which {ours} scores higher (ties half), with the one-sided exact "
         rf"Mann-Whitney $p$ of that ranking; not the probability that {ours} is better. "
         + _pairing_notes(gains["final"] + gains["auc"])
@@ -281,7 +292,7 @@ def ablation_table(
         rf"evaluation success (\%, {_selection_text(selection)}), mean $\pm$ std over seeds, best per block in bold, "
         r"95\% t interval over seeds, never narrower than the task-level one; AUC: mean success over the run's "
         r"evaluations; "
-        rf"$\Delta$: points against {ours} with every default, its 95\% t interval paired by seed and evaluation task.",
+        rf"$\Delta$: points against {ours} with every default, paired by seed; " + DELTA_INTERVAL + ".",
         _pairing_notes(all_gains, shown),
     ]
     if any(block.name in (schedules or {}) for block in blocks):

@@ -18,6 +18,7 @@ BENCHMARKS = {
     "soak": "gaca.bench.soak",
     "tracking": "gaca.bench.tracking",
     "verl": "gaca.bench.verl",
+    "verdicts": "analysis.verdict_bench",
 }
 
 # command -> (module with main(argv) -> int | None, one-line help)

@@ -52,6 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--round", type=int, help=f"seeds added per later round (default {sequential_design.ROUND})")
     group.add_argument("--alpha", type=float, help=f"level of each claim's tests (default {stats.ALPHA:g})")
     group.add_argument(
+        "--assume",
+        help="what 'equivalent' and 'does not help' assume: "
+        + "; ".join(f"{name}: {text}" for name, text in sequential_design.ASSUMPTIONS.items())
+        + f" (default {sequential_design.DEFAULT_ASSUME})",
+    )
+    group.add_argument(
         "--claim",
         action="append",
         metavar="NAME",
@@ -59,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-SEQUENTIAL_FLAGS = ("max_seeds", "margin", "first_round", "round", "alpha", "claim")
+SEQUENTIAL_FLAGS = ("max_seeds", "margin", "first_round", "round", "alpha", "assume", "claim")
 
 
 def design(args: argparse.Namespace) -> Schedule:
@@ -73,12 +79,15 @@ def design(args: argparse.Namespace) -> Schedule:
         raise ValueError(f"--margin must be in [0, 100) points, got {args.margin:g}")
     alpha = stats.ALPHA if args.alpha is None else args.alpha
     sequential_design.check_level(alpha, "--alpha")
+    assume = sequential_design.DEFAULT_ASSUME if args.assume is None else args.assume
+    sequential_design.check_assume(assume, "--assume")
     return sequential_design.Schedule.rounds(
         sequential_design.MAX_SEEDS if args.max_seeds is None else args.max_seeds,
         sequential_design.FIRST_ROUND if args.first_round is None else args.first_round,
         sequential_design.ROUND if args.round is None else args.round,
         alpha,
         stats.EQUIVALENCE_MARGIN if args.margin is None else args.margin / 100.0,
+        assume,
     )
 
 
@@ -127,6 +136,7 @@ def run_until_decided(args: argparse.Namespace, blocks: list[Block], session: An
         print(f"gaca sweep: invalid run(s); nothing was launched:\n{error}", file=sys.stderr)
         return EXIT_INVALID
     key = store_key(block.name, run_overrides)
+    schedule = earlier_design(uri, experiment, key, schedule)
     problem = stored_conflict(uri, experiment, key, schedule)
     if problem:
         print(f"gaca sweep: {problem}; nothing was launched", file=sys.stderr)
@@ -148,10 +158,36 @@ def seeds_override(seeds: int) -> str:
 
 def design_text(schedule: Schedule) -> str:
     return (
-        f"sequential design: looks after {', '.join(map(str, schedule.looks))} seeds; tests by betting valid at "
-        f"every look, alpha {schedule.alpha:g} per claim (each of its k comparisons at alpha / k), margin "
+        f"sequential design: looks after {', '.join(map(str, schedule.looks))} seeds; {schedule.describe()}, "
+        f"alpha {schedule.alpha:g} per claim (each of its k comparisons at alpha / k), margin "
         f"±{100 * schedule.margin:g} pts"
     )
+
+
+def earlier_design(uri: str, experiment: str, key: str, schedule: Schedule) -> Schedule:
+    """The stored design when it is the earlier betting design with these looks, level and margin (a
+    block started with it continues with it, and says so), else ``schedule``."""
+    from mlflow.tracking import MlflowClient
+
+    from analysis.sequential_design import TEST_BETTING
+    from analysis.sequential_design import Schedule as Design
+    from gaca.tracking.store import store_exists
+
+    if not store_exists(uri):
+        return schedule
+    found = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
+    stored = None if found is None else found.tags.get(key)
+    if stored is None:
+        return schedule
+    try:
+        earlier = Design.from_tag(stored)
+    except ValueError:
+        return schedule
+    same = (earlier.looks, earlier.alpha, earlier.margin) == (schedule.looks, schedule.alpha, schedule.margin)
+    if earlier.test == TEST_BETTING and same:
+        print(f"this block was started with the earlier design {stored!r}: it continues with its tests by betting")
+        return earlier
+    return schedule
 
 
 def stored_conflict(uri: str, experiment: str, key: str, schedule: Schedule) -> str | None:
@@ -168,7 +204,7 @@ def stored_conflict(uri: str, experiment: str, key: str, schedule: Schedule) -> 
         return None
     return (
         f"this block was started with the design {stored!r} (experiment tag {key}); rerun with the same "
-        f"--max-seeds/--first-round/--round/--margin/--alpha, not {schedule.tag()!r}"
+        f"--max-seeds/--first-round/--round/--margin/--alpha/--assume, not {schedule.tag()!r}"
     )
 
 
@@ -312,7 +348,7 @@ def evaluate(
     design = designed(plan, block, runs.results, runs.ledger)
     for note in design.notes:
         print(note)
-    evidence = Evidence(plan, design.results, runs.diagnostics)
+    evidence = Evidence(plan, design.results, runs.diagnostics, schedule.assume)
     return replay(evidence, selected_claims(block_name, claims), schedule, row_names(block, plan))
 
 

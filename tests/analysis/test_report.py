@@ -189,3 +189,15 @@ def test_where_pins_the_setting_a_report_reads(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit:
         main(["detector", "--tracking-uri", uri, "--where", "trainer.kl_coef"])
     assert exit.value.code == 2 and "expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_the_report_names_its_store_by_path_and_never_by_password(tmp_path, monkeypatch):
+    from analysis.report import _describe_uri
+
+    monkeypatch.chdir(tmp_path)
+    assert _describe_uri("sqlite:///mlflow.db") == "sqlite store mlflow.db"
+    assert _describe_uri(f"sqlite:///{tmp_path / 'runs' / 'mlflow.db'}") == "sqlite store runs/mlflow.db"
+    elsewhere = tmp_path.parent / "other.db"
+    assert _describe_uri(f"sqlite:///{elsewhere}") == f"sqlite store {elsewhere.resolve()}"
+    assert _describe_uri("http://alice:s3cret@tracking:5000") == "http://tracking:5000"
+    assert "pw" not in _describe_uri("postgresql+psycopg://gaca:pw@127.0.0.1:5433/gaca")

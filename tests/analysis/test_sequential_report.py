@@ -17,8 +17,9 @@ from .conftest import Store, make_report
 
 TASKS = 16
 # Per detector, seeds 0-8: entropy 77 points above uniform, uniform and random close (never decided).
-# The claim makes 2 comparisons, each at 2.5% (1.25% a side): the capital of +77 points a seed grows
-# by about 1.77 a seed, so it passes 80 at the third look (9 seeds), not at the second (6).
+# The claim makes 2 comparisons, each at 2.5% (1.25% a side): O'Brien-Fleming spending over the looks
+# (3, 6, 9, 12) lets the look at 9 seeds reject 2 of 512 sign patterns (0.39%), and the seeds that all
+# favour entropy are one of them; the looks at 3 and 6 spend under one pattern.
 SUCCESS = {
     "entropy": [0.9375, 1.0, 0.9375] * 3,
     "uniform": [0.1875, 0.25, 0.125] * 3,
@@ -60,7 +61,7 @@ def test_the_report_states_the_design_and_takes_its_verdicts(sequential_store, t
     report = make_report(store, tmp_path, "detector", "--no-pdf")
     assert report.status == 0, report.stdout
     text = (tmp_path / "claims.md").read_text()
-    assert "Sequential design of detector: looks after 3, 6, 9, 12 seeds, tests by betting" in text
+    assert "Sequential design of detector: looks after 3, 6, 9, 12 seeds, group-sequential exact sign-flip" in text
     assert "3 of 4 looks made; 1 of 2 comparisons decided" in text
     assert "Seeds per cell: random 9, uniform 9, entropy 9." in text
     assert "entropy − uniform: +77.08 pts, 97.5% interval [" in text and "→ holds, decided at look 3" in text
@@ -138,8 +139,8 @@ def test_table_2_gives_a_sequential_block_the_interval_of_its_test(sequential_st
     assert tables.SEQUENTIAL_NOTE in tex
     uniform = next(line for line in tex.splitlines() if line.startswith("uniform"))
     low, high = (float(x) for x in re.search(r"\[([-+0-9.]+), ([-+0-9.]+)\]\^\{s\}", uniform).groups())
-    # uniform − entropy over the 9 paired seeds, at the design's 95%: the betting interval.
+    # uniform − entropy over the 9 paired seeds, at the design's 95%: its sign-flip test inverted at its looks.
     differences = np.array(SUCCESS["uniform"]) - np.array(SUCCESS["entropy"])
-    expected = sequential_design.interval(differences, schedule.alpha)
+    expected = sequential_design.interval(differences, schedule.alpha, schedule)
     assert (low, high) == pytest.approx((100 * expected[0], 100 * expected[1]), abs=0.006)
     assert low < 100 * differences.mean() < high

@@ -43,8 +43,8 @@ def test_bad_input_is_one_line_before_anything_runs(workspace: Path, capsys, arg
 
 @pytest.mark.slow
 def test_a_block_runs_in_rounds_until_decided_and_resumes_with_its_design(tmp_path: Path):
-    # Looks after 2 and 3 seeds. The tiny runs all score 0: seeds that agree exactly show nothing (a
-    # test valid for any bounded outcomes needs 99 such seeds for "does not help"), so the budget runs out.
+    # Looks after 2 and 3 seeds: no exact test decides anything with 3 seeds (its smallest p is 2^-3 =
+    # 12.5%), so the budget runs out.
     design = ["--until-decided", "--first-round", "2", "--round", "1", "--max-seeds", "3"]
     result = gaca("sweep", "alpha_c", *design, *TINY, cwd=tmp_path, timeout=1500)
     assert result.returncode == 0, result.stderr
@@ -59,7 +59,7 @@ def test_a_block_runs_in_rounds_until_decided_and_resumes_with_its_design(tmp_pa
     runs = logged_runs(uri)
     assert len(runs) == 9
     tags = {run.tags["gaca.sequential.alpha_c"] for run in runs}
-    assert len(tags) == 1 and tags.pop() == "looks=2,3;test=betting;alpha=0.05;margin=0.03"
+    assert len(tags) == 1 and tags.pop() == "looks=2,3;test=signflip;spending=obf;assume=shift;alpha=0.05;margin=0.03"
     experiment = MlflowClient(uri).get_experiment_by_name("gaca")
     assert [key for key in experiment.tags if key.startswith("gaca.sequential.")]
     # The tag leaves the run keys alone: a plain sweep of the same seeds finds every run done.
@@ -142,3 +142,19 @@ def test_a_dry_run_lists_the_first_round_of_the_rows_the_claim_compares(workspac
     assert "lambda0: 9 runs (9 to run)" in out, out
     assert "algorithm.lambda0=0.25" not in out and "algorithm.lambda0=0.75" not in out
     assert not (workspace / "multirun").exists()
+
+
+def test_a_block_started_with_the_earlier_betting_design_continues_with_it(tmp_path: Path):
+    from analysis.sequential_design import TEST_BETTING, Schedule
+    from gaca.orchestration.until_decided import earlier_design
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("gaca")
+    requested = Schedule.rounds(9)
+    assert earlier_design(uri, "gaca", "gaca.sequential.detector", requested) == requested  # nothing stored
+    client.set_experiment_tag(experiment, "gaca.sequential.detector", "looks=3,6,9;test=betting;alpha=0.05;margin=0.03")
+    continued = earlier_design(uri, "gaca", "gaca.sequential.detector", requested)
+    assert continued.test == TEST_BETTING and continued.looks == (3, 6, 9)
+    other = Schedule.rounds(12)  # another budget: not the stored design, refused by stored_conflict
+    assert earlier_design(uri, "gaca", "gaca.sequential.detector", other) == other
