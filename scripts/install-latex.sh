@@ -14,12 +14,8 @@ if command -v latexmk >/dev/null && command -v pdflatex >/dev/null && command -v
   exit 0
 fi
 
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-  sudo="sudo"
-fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+# shellcheck source=scripts/apt-install.sh
+. "$(dirname "$0")/apt-install.sh"
+apt_install "${packages[@]}"
 kpsewhich booktabs.sty >/dev/null || { echo "install-latex.sh: booktabs.sty not found after install" >&2; exit 1; }
 echo "LaTeX toolchain installed: $(pdflatex --version | head -n 1)"

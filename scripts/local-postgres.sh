@@ -37,9 +37,9 @@ install_packages() {
     return 0
   fi
   log "installing postgresql"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends postgresql postgresql-client >/dev/null
+  # shellcheck source=scripts/apt-install.sh
+  . "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
+  apt_install postgresql postgresql-client
 }
 
 cluster_exists() { pg_lsclusters -h 2>/dev/null | awk -v c="$CLUSTER" '$2 == c { found = 1 } END { exit !found }'; }

@@ -89,9 +89,9 @@ install_packages() {
   ((missing)) || return 0
   local start; start=$(now)
   log "installing ${PACKAGES[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
+  # shellcheck source=scripts/apt-install.sh
+  . "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
+  apt_install "${PACKAGES[@]}"
   log "installed in $(elapsed "$start") s"
 }
 

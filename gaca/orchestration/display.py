@@ -126,9 +126,11 @@ class Progress:
         iterations_done: int,
         left: tuple[Sequence[int], Sequence[int]] | None = None,
         trained: int | None = None,
+        starting: Sequence[str] = (),
     ) -> None:
         """``left``: iterations left in each running run and in each queued one (a queued resumable run
-        counts all of its iterations); ``trained``: iterations trained while watched (default: all done)."""
+        counts all of its iterations); ``trained``: iterations trained while watched (default: all done);
+        ``starting``: what each running job that has not trained yet is doing ("seed=0: cloning ...")."""
         now = self.now()
         self.iterations_done = min(iterations_done, self.iterations)
         self.trained = self.iterations_done if trained is None else trained
@@ -148,6 +150,7 @@ class Progress:
             queued=queued,
             failed=self.failed,
             eta=PACE_UNKNOWN if seconds is None else clock(seconds),
+            **({"starting": "; ".join(starting)} if starting else {}),
             refresh=True,
         )
         if self.bar.disable and now - self.last_line > HEARTBEAT_S:
@@ -155,6 +158,7 @@ class Progress:
             self.line(
                 f"{self.iterations_done}/{self.iterations} iterations ({share:.0%}), {self.eta()}; "
                 f"{self.done} runs done, {self.failed} failed, {running} running, {queued} queued"
+                + "".join(f"; {line}" for line in starting)
             )
 
     def close(self) -> float:
@@ -181,18 +185,33 @@ def _width_known() -> bool:
     return shutil.get_terminal_size(fallback=(0, 0)).columns > 0
 
 
+def _tail(log: Path) -> str:
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(max(0, log.stat().st_size - TAIL_BYTES))
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def last_iteration(log: Path) -> int:
     """The last iteration a run's job log reports (``gaca.backends.cpu.progress.ITERATION_LINE``), else 0."""
     from gaca.backends.cpu.progress import ITERATION_LINE
 
-    try:
-        with open(log, "rb") as handle:
-            handle.seek(max(0, log.stat().st_size - TAIL_BYTES))
-            tail = handle.read().decode(errors="replace")
-    except OSError:
-        return 0
-    found = ITERATION_LINE.findall(tail)
+    found = ITERATION_LINE.findall(_tail(log))
     return int(found[-1][0]) if found else 0
+
+
+def starting_now(log: Path) -> str | None:
+    """What a job that has not trained an iteration yet does to build its starting policy (its log's last
+    ``STARTING_LINE``: "cloning 300/500 updates"), None once it trains or when it says nothing."""
+    from gaca.backends.cpu.progress import ITERATION_LINE, STARTING_LINE
+
+    tail = _tail(log)
+    found = list(STARTING_LINE.finditer(tail))
+    if not found or ITERATION_LINE.search(tail, found[-1].end()):
+        return None
+    return found[-1].group(1).strip()
 
 
 def describe_log(log: Path | None) -> str:

@@ -31,6 +31,7 @@ from gaca.orchestration.display import (
     error_excerpt,
     last_iteration,
     makespan,
+    starting_now,
     table,
 )
 from gaca.orchestration.plan import DONE, LAUNCHED, RUNNING, PlannedRun
@@ -245,11 +246,15 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
                     progress.event(
                         redact_text(f"{run.label}  ({outcome.error.strip().splitlines()[-1][:160]})"), ok=False
                     )
+            starting = []
             for polled, log in pool.logs().items():
                 key = str(polled)
                 trained = last_iteration(log) - (by_key[key].extends or 0)  # an extension starts past its source
                 iterations[key] = max(iterations.get(key, 0), trained)
                 watched.setdefault(key, iterations[key])  # a resumed run starts at its checkpoint
+                doing = starting_now(log) if trained <= 0 else None
+                if doing:
+                    starting.append(f"{by_key[key].label}: starting policy, {doing}")
             running_left = [max(to_train[str(key)] - iterations.get(str(key), 0), 0) for key in pool.running]
             queued_left = [to_train[str(key)] for key, _, _ in pool.queue]
             progress.tick(
@@ -258,6 +263,7 @@ def dispatch(runs: list[PlannedRun], session: HydraSession, name: str, elsewhere
                 sum(iterations.values()),
                 (running_left, queued_left),
                 trained=sum(iterations[key] - watched[key] for key in iterations),
+                starting=starting,
             )
             if pool.busy:
                 time.sleep(POLL_S)

@@ -104,6 +104,8 @@ def behaviour_clone(
     more: Callable[[], bool] | None = None,
     more_steps: int = 250,
     max_steps: int = 0,
+    report: Callable[[int, int], None] | None = None,
+    report_every: int = 50,
 ) -> list[float]:
     """Train ``policy.model`` in place by cross-entropy on the action tokens (eos included) of ``demos``.
 
@@ -111,7 +113,8 @@ def behaviour_clone(
     distribution (prompt tokens carry no loss), minimised with AdamW and gradient clipping at 1 over
     ``steps`` mini-batches of ``batch_size`` drawn by shuffled epochs from ``seed``. With ``more``,
     training goes on by ``more_steps`` (same optimizer, same stream of batches) while ``more()`` says
-    so, up to ``max_steps`` in all. Returns the loss of every step.
+    so, up to ``max_steps`` in all. ``report(done, planned)`` is called every ``report_every`` steps.
+    Returns the loss of every step.
     """
     if not demos:
         raise ValueError("behaviour cloning needs at least one demonstration")
@@ -140,6 +143,8 @@ def behaviour_clone(
         torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
         optimizer.step()
         losses.append(loss.item())
+        if report is not None and len(losses) % report_every == 0:
+            report(len(losses), steps)
 
 
 def choice_probabilities(
@@ -199,13 +204,18 @@ def save_cached_policy(policy: Policy, cache_dir: str | Path, key: str) -> Path:
 
 
 def cached_policy(
-    cache_dir: str | Path, config: Mapping[str, Any], build: Callable[[], Policy], device: str | None = None
+    cache_dir: str | Path,
+    config: Mapping[str, Any],
+    build: Callable[[], Policy],
+    device: str | None = None,
+    waiting: Callable[[], None] | None = None,
 ) -> Policy:
     """The policy cached for ``config``, else ``build()`` saved under its key and returned.
 
     Concurrent callers with the same key (sweep jobs of one seed) build it once: the builder holds
     an exclusive lock on ``cache_dir/key.lock``; the others wait for it and then load its copy.
     The OS drops the lock when the builder dies, so a crashed build only makes the next caller build.
+    ``waiting()`` is called when another caller holds the lock.
     """
     key = bc_cache_key(config)
     cached = load_cached_policy(cache_dir, key, device=device)
@@ -213,7 +223,12 @@ def cached_policy(
         return cached
     Path(cache_dir).mkdir(parents=True, exist_ok=True)
     with open(Path(cache_dir) / f"{key}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                waiting()
+            fcntl.flock(lock, fcntl.LOCK_EX)
         cached = load_cached_policy(cache_dir, key, device=device)
         if cached is not None:
             return cached

@@ -87,3 +87,26 @@ def test_a_resumed_runs_checkpointed_iterations_do_not_count_toward_the_pace():
 def test_a_log_without_iteration_lines_reads_as_zero(tmp_path: Path):
     (tmp_path / "log").write_text("gaca job: checkpoint found\n")
     assert last_iteration(tmp_path / "log") == 0 and last_iteration(tmp_path / "missing") == 0
+
+
+def test_a_job_building_its_start_says_so_until_its_first_iteration(tmp_path: Path):
+    from gaca.orchestration.display import starting_now
+
+    log = tmp_path / "job_log.err"
+    log.write_text("gaca train: building the starting policy: 2048 demonstrations, 500 cloning updates\n")
+    assert starting_now(log) is None
+    log.write_text(log.read_text() + "gaca train: starting policy: cloning 50/500 updates\n")
+    log.write_text(log.read_text() + "gaca train: starting policy: cloning 300/500 updates\n")
+    assert starting_now(log) == "cloning 300/500 updates"
+    log.write_text(log.read_text() + "gaca train: iteration 1/40  success 0.30\n")
+    assert starting_now(log) is None
+    assert starting_now(tmp_path / "missing.err") is None
+
+    stream = io.StringIO()
+    progress = Progress(runs=3, iterations=120, stream=stream)
+    progress.last_line -= HEARTBEAT_S + 1
+    progress.tick(running=2, queued=1, iterations_done=0, starting=["seed=0: starting policy, cloning 300/500 updates"])
+    progress.close()
+    line = stream.getvalue().splitlines()[-1]
+    assert "0/120 iterations (0%), ETA once iterations are timed" in line
+    assert line.endswith("; seed=0: starting policy, cloning 300/500 updates")

@@ -198,3 +198,27 @@ def test_concurrent_callers_build_once(make_policy, tmp_path):
     assert len(built) == 1
     first, second = (dict(p.model.named_parameters()) for p in policies)
     assert all(torch.equal(first[name], second[name]) for name in first)
+
+
+def test_a_second_caller_says_it_waits_for_the_build_another_holds(tmp_path, make_policy):
+    import fcntl
+    import threading
+
+    from gaca.policy.bc import bc_cache_key, cached_policy
+
+    config = {"what": "a start"}
+    waited = []
+    lock = open(tmp_path / f"{bc_cache_key(config)}.lock", "a")  # another job building it
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    built = []
+    caller = threading.Thread(
+        target=lambda: built.append(
+            cached_policy(tmp_path, config, lambda: make_policy(seed=1), waiting=lambda: waited.append(1))
+        )
+    )
+    caller.start()
+    caller.join(timeout=2)
+    assert waited == [1] and caller.is_alive()  # told the user, then waited
+    lock.close()  # the other job's build ended (without saving: this caller builds)
+    caller.join(timeout=60)
+    assert not caller.is_alive() and len(built) == 1

@@ -11,6 +11,15 @@ from tqdm import tqdm
 
 ITERATION_LINE = re.compile(r"^gaca train: iteration (\d+)/(\d+)\b", re.MULTILINE)
 """The per-iteration line without a terminal: ``gaca train: iteration 3/25 ...``."""
+STARTING_LINE = re.compile(r"^gaca train: starting policy: (.+)$", re.MULTILINE)
+"""What a job does before its first iteration: ``gaca train: starting policy: cloning 300/500 updates``."""
+STARTING_EVERY = 50
+"""Updates between two starting-policy lines."""
+
+
+def starting(what: str) -> None:
+    """One ``STARTING_LINE`` on stderr (a sweep shows the last one of each job that has not yet trained)."""
+    print(f"gaca train: starting policy: {what}", file=sys.stderr, flush=True)
 
 
 class Progress:

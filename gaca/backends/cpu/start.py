@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from gaca.backends.config import RunConfig
+from gaca.backends.cpu.progress import STARTING_EVERY, starting
 from gaca.backends.cpu.seeds import PURPOSE_TASKS, seed_for
 from gaca.envs import EnvFamily, PriorChoice
 from gaca.policy.bc import behaviour_clone, cached_policy, choice_probabilities, collect_demos
@@ -52,7 +53,16 @@ def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy
             max_steps=family.horizon,
             seed=run.seed,
         )
-        behaviour_clone(policy, demos, bc.steps, bc.lr, bc.batch_size, run.seed)
+        behaviour_clone(
+            policy,
+            demos,
+            bc.steps,
+            bc.lr,
+            bc.batch_size,
+            run.seed,
+            report=lambda done, planned: starting(f"cloning {done}/{planned} updates"),
+            report_every=STARTING_EVERY,
+        )
         if (
             prior
         ):  # the walk's demonstrations stay in the data: trained on first actions alone, the clone forgets the walk
@@ -67,6 +77,8 @@ def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy
                 run.seed,
                 more=lambda: prior_accuracy(policy, check, run) < family.prior_accuracy - PRIOR_TOLERANCE,
                 max_steps=bc.prior_max_steps,
+                report=lambda done, _: starting(f"the prior stage, {done}/{updates} updates"),
+                report_every=STARTING_EVERY,
             )
             reached = prior_accuracy(policy, check, run)
             print(
@@ -76,7 +88,7 @@ def initial_policy(run: RunConfig, family: EnvFamily, cache_dir: Path) -> Policy
             )
         return policy
 
-    return cached_policy(cache_dir, key, build)
+    return cached_policy(cache_dir, key, build, waiting=lambda: starting("waiting for another job that builds it"))
 
 
 def choice_prompt(choice: PriorChoice, run: RunConfig) -> str:

@@ -49,3 +49,22 @@ def test_without_headroom_the_prior_stage_runs_exactly_prior_steps(compose_run, 
         "seed=1",
     )
     assert updates == 20  # a target of 0.05 is met at once (chance is 1/3 and 1/2)
+
+
+def test_building_the_start_says_what_it_does_every_50_updates(compose_run, tmp_path, capsys):
+    *_, updates, _ = _build(
+        compose_run,
+        tmp_path,
+        capsys,
+        "trainer.bc.steps=100",
+        "env.knobs.prior_accuracy=1.0",
+        "trainer.bc.prior_steps=60",
+        "trainer.bc.prior_max_steps=0",
+    )
+    assert updates == 60
+    run, _ = compose_run("env=errand", "env.knobs.num_goals=2", "env.horizon=20", "trainer.bc.steps=100")
+    family = make_family(run.env)
+    initial_policy(run, family, tmp_path / "other-cache")
+    lines = re.findall(r"gaca train: starting policy: (.+)", capsys.readouterr().err)
+    assert lines[:2] == ["cloning 50/100 updates", "cloning 100/100 updates"]
+    assert any(line.startswith("the prior stage, 50/") for line in lines)
