@@ -157,8 +157,9 @@ def caption(assume: str = DEFAULT_ASSUME) -> str:
         f"a claim of k comparisons tests each at {ALPHA_POINTS:g}%/k (Bonferroni), so any false decision among its "
         f"parts has probability at most {ALPHA_POINTS:g}%; the claims of a block are not corrected against each other. "
         f'Equivalent: all parts inside ±{MARGIN_POINTS:g} points by two one-sided tests; "does not help": a gain '
-        f"below +{MARGIN_POINTS:g} points shown; both {ASSUMPTIONS[assume]}. Inconclusive: none shown; with n seeds "
-        "no exact test reaches below 2^-n."
+        f"below +{MARGIN_POINTS:g} points shown; both {ASSUMPTIONS[assume]}. Inconclusive: none shown; "
+        "with 5 or fewer seeds no exact test reaches 2.5% a side (its smallest p, one sign pattern in 2 to the "
+        "n, is larger)."
     )
 
 
