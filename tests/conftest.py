@@ -118,3 +118,17 @@ def _require_services(request: pytest.FixtureRequest) -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true but {marker} is not usable: {problem}", pytrace=False)
         pytest.skip(problem)
+
+
+SHARED_SERVICES = ("slurm", "postgres")
+"""Markers whose tests share one service (the one-node cluster, the one database server, which some of
+them restart): under pytest-xdist (`-n 2 --dist loadgroup`, scripts/test.sh) each runs in one worker,
+one test after another, while the other worker takes the rest."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for marker in SHARED_SERVICES:
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.xdist_group(marker))
+                break
