@@ -62,6 +62,25 @@ TESTS = (
 assumption for "equivalent" and "does not help"."""
 
 
+EPROCESS = "eprocess"
+EPROCESS_STAKES = np.linspace(0.05, 0.95, 19)
+"""The stakes the symmetry e-process mixes (the alternative to the group-sequential test weighed in
+docs/sequential.md; it decides "a > b" only)."""
+
+
+def symmetry_eprocess(differences: np.ndarray, looks: Sequence[int], level: float) -> np.ndarray:
+    """Per replicate, whether a test martingale for symmetry about 0 reaches 1 / ``level`` at one of
+    ``looks``: the mean over ``EPROCESS_STAKES`` of prod (1 + stake f_i), f_i = d_i over the largest |d|
+    of the seeds before it, clipped to [-1, 1] (an odd function of d_i given the past, so each factor has
+    mean 1 under the sharp null and Ville's inequality bounds the level at every look)."""
+    x = np.asarray(differences, dtype=float)
+    previous = np.maximum.accumulate(np.abs(x), axis=1)
+    scale = np.maximum(np.concatenate([np.ones((x.shape[0], 1)), previous[:, :-1]], axis=1), 1e-3)
+    f = np.clip(x / scale, -1.0, 1.0)
+    capital = np.mean(np.cumprod(1.0 + EPROCESS_STAKES[None, :, None] * f[:, None, :], axis=2), axis=1)
+    return (capital[:, np.asarray(looks) - 1] >= 1.0 / level).any(axis=1)
+
+
 class WorldError(ValueError):
     """A malformed world: its message names the world and the key."""
 
@@ -211,9 +230,11 @@ def simulate(
     alpha: float = stats.ALPHA,
     assume: Sequence[str] = (SHIFT, NONE),
     progress: bool = False,
+    eprocess: bool = False,
 ) -> list[Row]:
     """Per world, seed count, design and (test, assumption), the rates of each verdict over
-    ``replicates`` simulated experiments; every test reads the same draws."""
+    ``replicates`` simulated experiments; every test reads the same draws. ``eprocess``: also the
+    symmetry e-process's "a > b" run until decided (NaN for the verdicts it does not give)."""
     rows = []
     began = time.monotonic()
     pairs = [(test, mode) for test, mode in TESTS if test == sequential_design.TEST_BETTING or mode in assume]
@@ -247,6 +268,26 @@ def simulate(
                             float(greater.seeds.mean()),
                         )
                     )
+            if eprocess:
+                looks = Schedule.rounds(n).looks
+                holds = symmetry_eprocess(x, looks, alpha / 2.0)
+                against = symmetry_eprocess(-x, looks, alpha / 2.0)
+                nan = math.nan
+                rows.append(
+                    Row(
+                        world.name,
+                        truth,
+                        EPROCESS,
+                        NONE,
+                        "sequential",
+                        n,
+                        float(holds.mean()),
+                        float(against.mean()),
+                        nan,
+                        nan,
+                        nan,
+                    )
+                )
         if progress:
             done = number + 1
             rate = done / max(time.monotonic() - began, 1e-9)
@@ -287,7 +328,9 @@ def to_markdown(rows: Sequence[Row], assume_column: bool = True) -> str:
         for test, mode, design in groups:
             r = found[(world, n, test, mode, design)]
             cell = f"{_pct(r.holds)} / {_pct(r.contradicted)} / {_pct(r.equivalent)} / {_pct(r.does_not_help)}"
-            cells.append(cell + (f" ({r.mean_seeds:.1f})" if design == "sequential" else ""))
+            cells.append(
+                cell + (f" ({r.mean_seeds:.1f})" if design == "sequential" and r.mean_seeds == r.mean_seeds else "")
+            )
         lines.append(f"| {world} | {100 * truth:+.1f} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -295,11 +338,13 @@ def to_markdown(rows: Sequence[Row], assume_column: bool = True) -> str:
 def _test_name(test: str, mode: str) -> str:
     if test == sequential_design.TEST_BETTING:
         return "betting (earlier)"
+    if test == EPROCESS:
+        return "symmetry e-process"
     return f"sign-flip, {mode}" if mode else "sign-flip"
 
 
 def _pct(rate: float) -> str:
-    return f"{100 * rate:.1f}"
+    return "-" if math.isnan(rate) else f"{100 * rate:.1f}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -319,6 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help=f"assumption of 'equivalent'/'does not help' ({', '.join(sequential_design.ASSUMPTIONS)}); "
         "repeatable; default both",
+    )
+    parser.add_argument(
+        "--eprocess", action="store_true", help="add the symmetry e-process's 'a > b' (run until decided)"
     )
     parser.add_argument("--format", choices=("csv", "markdown"), default="markdown")
     return parser
@@ -345,7 +393,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gaca bench verdicts: {error}", file=sys.stderr)
         return 2
     began = time.monotonic()
-    rows = simulate(worlds, seeds, args.replicates, args.margin / 100.0, args.alpha, assume, progress=True)
+    rows = simulate(
+        worlds, seeds, args.replicates, args.margin / 100.0, args.alpha, assume, progress=True, eprocess=args.eprocess
+    )
     several = len(assume) > 1
     if args.format == "csv":
         print(to_csv(rows, several), end="")

@@ -118,3 +118,13 @@ def test_bad_options_are_one_line_before_any_simulation(tmp_path, capsys, argv, 
     status, out, err = run(capsys, "--worlds", str(path), *argv)
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and message in err
+
+
+def test_the_symmetry_e_process_keeps_its_level_and_decides_agreeing_seeds():
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    null = rng.normal(0.0, 0.1, (2000, 15)) * rng.choice([-1.0, 1.0], (2000, 15))
+    assert verdict_bench.symmetry_eprocess(null, (3, 6, 9, 12, 15), 0.025).mean() <= 0.025
+    assert verdict_bench.symmetry_eprocess(np.full((1, 15), 0.3), (3, 6, 9, 12, 15), 0.025)[0]
+    assert not verdict_bench.symmetry_eprocess(np.full((1, 15), -0.3), (3, 6, 9, 12, 15), 0.025)[0]
