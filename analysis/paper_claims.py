@@ -86,7 +86,7 @@ VERDICTS = {
 
 
 def test(comparison: Comparison, kind: str, parts: int = 1, assume: str = DEFAULT_ASSUME) -> tuple[str, str]:
-    """A comparison's verdict at a fixed seed count (``sequential_design.run_fixed``, one of ``parts``
+    """A comparison's verdict at a fixed seed count (its one look, ``sequential_design.per_look``, one of ``parts``
     comparisons of its claim, "equivalent" and "does not help" under ``assume``) and what its line says:
     the sign-flip p, the interval of the test that decides (the inverted sign-flip test: a shift), the
     any-shape interval for the mean (betting), the probability of improvement over paired seeds, and what
@@ -111,9 +111,7 @@ def test(comparison: Comparison, kind: str, parts: int = 1, assume: str = DEFAUL
         "(exact sign-test interval)"
     )
     schedule = sequential_design.Schedule.fixed(seeds, stats.ALPHA, stats.EQUIVALENCE_MARGIN, assume)
-    decision = str(
-        sequential_design.run_fixed(differences[None], stats.ALPHA, stats.EQUIVALENCE_MARGIN, kind, parts, assume)[0]
-    )
+    decision = str(sequential_design.per_look(differences[None], kind, level, schedule)[0, -1])
     verdict = VERDICTS[decision]
     if kind == sequential_design.NO_GAIN and verdict == HOLDS:
         inside = sequential_design.tost(differences, level, schedule)

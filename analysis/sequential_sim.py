@@ -93,13 +93,19 @@ class Stable:
 
 
 @functools.cache
-def testbed_finals() -> dict[str, np.ndarray]:
-    """The logged final success per seed of each row (``analysis/data/testbed_finals.csv``)."""
-    text = resources.files("analysis").joinpath("data/testbed_finals.csv").read_text()
+def finals_file(name: str) -> dict[str, np.ndarray]:
+    """Per row of a finals file shipped under ``analysis/`` (columns row, seed, final; seeds in order),
+    the final success of its seeds."""
+    text = resources.files("analysis").joinpath(name).read_text()
     rows: dict[str, list[float]] = {}
     for record in csv.DictReader(text.splitlines()):
         rows.setdefault(record["row"], []).append(float(record["final"]))
     return {row: np.array(values) for row, values in rows.items()}
+
+
+def testbed_finals() -> dict[str, np.ndarray]:
+    """The logged final success per seed of each row (``analysis/data/testbed_finals.csv``)."""
+    return finals_file("data/testbed_finals.csv")
 
 
 @dataclass(frozen=True)

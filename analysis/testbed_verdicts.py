@@ -8,8 +8,6 @@ uniform detector is lambda0 = 0.5 with modulation off and the adaptive gate is G
 from __future__ import annotations
 
 import argparse
-import csv
-from importlib import resources
 
 import numpy as np
 import pandas as pd
@@ -17,6 +15,7 @@ import pandas as pd
 from analysis import paper_claims, sequential_design
 from analysis.block_rows import get_block, report_blocks
 from analysis.cells import CellResult, Plan, empty_result
+from analysis.sequential_sim import finals_file
 
 FINALS = "data/annealed_finals.csv"
 ROWS = {
@@ -36,11 +35,7 @@ CLAIMS = ("detector order", "no fixed lambda0 matches", "lambda0 sweep concave")
 
 def finals() -> dict[str, np.ndarray]:
     """Per row of the file, the final success of seeds 0, 1, ... in order."""
-    text = resources.files("analysis").joinpath(FINALS).read_text()
-    rows: dict[str, list[float]] = {}
-    for record in csv.DictReader(text.splitlines()):
-        rows.setdefault(record["row"], []).append(float(record["final"]))
-    return {row: np.array(values) for row, values in rows.items()}
+    return finals_file(FINALS)
 
 
 def evidence(assume: str = sequential_design.DEFAULT_ASSUME) -> paper_claims.Evidence:
