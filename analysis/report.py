@@ -27,21 +27,14 @@ from urllib.parse import urlparse
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from analysis import (
-    cells,
-    claims_text,
-    collect,
-    figures,
-    horizon,
-    latex,
-    paper_claims,
-    sequential_design,
-    sequential_replay,
-    tables,
-)
-from analysis.block_rows import Block, environment_label, report_blocks, scale_label
-from analysis.cells import CellKey, CellResult, Plan
-from analysis.where import check_keys, parse_where, pinned
+from analysis.claims import checks, replay
+from analysis.render import claims as claims_text
+from analysis.render import figures, horizon, latex, tables
+from analysis.runs import cells, collect
+from analysis.runs.blocks import Block, environment_label, report_blocks, scale_label
+from analysis.runs.cells import CellKey, CellResult, Plan
+from analysis.runs.where import check_keys, parse_where, pinned
+from analysis.stats import sequential
 from gaca.estimators.registry import ESTIMATORS
 
 
@@ -136,11 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--assume",
-        choices=tuple(sequential_design.ASSUMPTIONS),
-        default=sequential_design.DEFAULT_ASSUME,
+        choices=tuple(sequential.ASSUMPTIONS),
+        default=sequential.DEFAULT_ASSUME,
         help="what 'equivalent' and 'does not help' assume: shift (sign-flip tests, exact for a shift with "
         f"symmetric noise) or none (betting, any shape; decides nothing below ~55-99 seeds); default "
-        f"{sequential_design.DEFAULT_ASSUME}",
+        f"{sequential.DEFAULT_ASSUME}",
     )
     parser.add_argument("--no-pdf", action="store_true", help="write report.tex but do not compile it")
     return parser
@@ -223,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out
     for name in generated():
         (out / name).unlink(missing_ok=True)
-    replays, design_notes = sequential_replay.designs(plan, runs.results, runs.ledger, runs.diagnostics)
+    replays, design_notes = replay.designs(plan, runs.results, runs.ledger, runs.diagnostics)
     design = [line for name, replay in replays.items() for line in replay.design_lines(name)] + design_notes
     written, figures_shown, skipped, checked = write_artifacts(
         plan, runs, args.selection, out, replays, design, args.assume
@@ -278,10 +271,10 @@ def write_artifacts(
     runs: Runs,
     selection: str,
     out: Path,
-    replays: Mapping[str, sequential_replay.Replay] | None = None,
+    replays: Mapping[str, replay.Replay] | None = None,
     design: Sequence[str] = (),
-    assume: str = sequential_design.DEFAULT_ASSUME,
-) -> tuple[list[Path], list[FigureSpec], list[str], list[paper_claims.Claim]]:
+    assume: str = sequential.DEFAULT_ASSUME,
+) -> tuple[list[Path], list[FigureSpec], list[str], list[checks.Claim]]:
     """Tables, figures, claims.md and runs.csv; returns the paths written, the figures drawn, what
     was left out (each with why) and the checked claims. The claims of a block with a sequential
     design (``replays``) take its verdicts, and ``design`` (what the design did) heads claims.md;
@@ -308,16 +301,15 @@ def write_artifacts(
         else:
             skipped.append(f"{spec.name}: skipped, {spec.missing}")
 
-    checked = paper_claims.check(paper_claims.Evidence(plan, runs.results, runs.diagnostics, assume))
+    checked = checks.check(checks.Evidence(plan, runs.results, runs.diagnostics, assume))
     adjusted = {claim.statement: claim for replay in (replays or {}).values() for claim in replay.claims}
     checked = [adjusted.get(claim.statement, claim) for claim in checked]
     header = _claims_header(plan, runs.results, selection) + list(design)
     (out / "claims.md").write_text(claims_text.markdown(checked, header, efficiency, assume))
     written.append(out / "claims.md")
     if checked:
-        (out / "tables" / "claims.tex").write_text(
-            claims_text.latex_table(checked, sequential=bool(replays), assume=assume)
-        )
+        table = claims_text.latex_table(checked, sequential=bool(replays), assume=assume)
+        (out / "tables" / "claims.tex").write_text(table)
         written.append(out / "tables" / "claims.tex")
     _ledger_frame(runs.ledger, plan).to_csv(out / "runs.csv", index=False)
     written.append(out / "runs.csv")
@@ -407,7 +399,7 @@ def report_tex(
     skipped: list[str],
     written: list[Path],
     shown: list[FigureSpec],
-    checked: list[paper_claims.Claim],
+    checked: list[checks.Claim],
     out: Path,
 ) -> str:
     """report.tex over what was written: the summary, what was left out, the tables under the

@@ -18,12 +18,12 @@ BENCHMARKS = {
     "soak": "gaca.bench.soak",
     "tracking": "gaca.bench.tracking",
     "verl": "gaca.bench.verl",
-    "verdicts": "analysis.verdict_bench",
+    "verdicts": "analysis.benches.verdicts",
 }
 
 # command -> (module with main(argv) -> int | None, one-line help)
 COMMANDS = {
-    "train": ("gaca.backends.entry", "train one run: gaca train algorithm=gigpo env=shop seed=1 (Hydra overrides)"),
+    "train": ("gaca.train", "train one run: gaca train algorithm=gigpo env=shop seed=1 (Hydra overrides)"),
     "sweep": (
         "gaca.orchestration.sweep",
         "run an ablation block: gaca sweep BLOCK [--dry-run] [--until-decided] [overrides]",
@@ -40,7 +40,7 @@ COMMANDS = {
         "backups of the store (SQLite or PostgreSQL): gaca backup list | restore [NAME] | now",
     ),
     "verl-agent": (
-        "gaca.backends.verl.agent_check",
+        "gaca.backends.verl.agent.check",
         "can gaca's hooks run this verl-agent checkout: gaca verl-agent check PATH",
     ),
     "bench": (None, "print a benchmark table: gaca bench {" + "|".join(BENCHMARKS) + "}"),

@@ -102,7 +102,7 @@ METRICS: Mapping[str, str] = {
 """Every metric a run logs, with its meaning; analysis and users depend on these names."""
 REMOTE_WORKER_METRICS = (PERF_LOGPROB_S, PERF_RAY_S)
 """Logged only by a trainer that recomputes log-probabilities in a pass of their own and calls remote workers
-(verl-agent's, ``gaca.backends.verl.timing``); the CPU backend computes them inside its update (``perf/update_s``)
+(verl-agent's, ``gaca.backends.verl.agent.timing``); the CPU backend computes them inside its update (``perf/update_s``)
 and calls none."""
 
 DIAGNOSTIC_METRICS = (DIAG_CRITICALITY_STD, DIAG_LAMBDA_MEAN, DIAG_LAMBDA_STD, DIAG_CLAMP_FRAC, DIAG_NONSINGLETON_FRAC)
@@ -157,7 +157,7 @@ TAGS: Mapping[str, str] = {
     TAG_TRIAL: "search trials only: the trial number",
     TAG_TRIAL_STATE: "search trials only: the trial's state as told to Optuna",
     TAG_SEQUENTIAL: "prefix; gaca.sequential.BLOCK: the look schedule of `gaca sweep BLOCK --until-decided` "
-    "(analysis.sequential_design.Schedule.tag); also an experiment tag, the design the block was started with",
+    "(analysis.stats.sequential.Schedule.tag); also an experiment tag, the design the block was started with",
 }
 """Every tag a run may carry, with its meaning."""
 

@@ -17,7 +17,7 @@ if [ $# -lt 1 ] || [ $# -gt 2 ]; then
 fi
 checkout="$1"
 venv="${2:-$repo/.venv-verl-agent}"
-if ! problem=$("${PYTHON:-python3}" -S "$repo/gaca/backends/verl/checkout.py" "$checkout" 2>&1); then
+if ! problem=$("${PYTHON:-python3}" -S "$repo/gaca/backends/verl/launcher/checkout.py" "$checkout" 2>&1); then
   echo "setup-verl-agent: $problem" >&2
   exit 2
 fi

@@ -3,14 +3,14 @@
 import subprocess
 import sys
 
-from analysis.block_rows import DEFAULT_CONFIG, canonical_config, setting
+from analysis.runs.blocks import DEFAULT_CONFIG, canonical_config, setting
 from gaca import contract
 from gaca.compose import compose, resolve
 from gaca.tracking.identity import run_key
 
 
 def test_the_contract_identity_and_the_analysis_grid_import_without_torch():
-    code = "import sys, gaca.contract, gaca.tracking.identity, analysis.block_rows; print('torch' in sys.modules)"
+    code = "import sys, gaca.contract, gaca.tracking.identity, analysis.runs.blocks; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 MARKDOWN_NAME = re.compile(r"(?<![\w./-])((?:\.\./|\./)?[\w./-]*[\w-]\.md)\b")
 GENERATED = ("claims.md", "horizon.md")
-"""Files ``gaca report`` writes under its output folder (``analysis/report.py``, ``analysis/horizon.py``)."""
+"""Files ``gaca report`` writes under its output folder (``analysis/report.py``, ``analysis/render/horizon.py``)."""
 
 
 def project_files() -> list[Path]:
@@ -47,7 +47,7 @@ def test_every_markdown_file_named_exists() -> None:
 
 
 def test_the_generated_names_are_written_by_the_report() -> None:
-    writers = (ROOT / "analysis" / "report.py").read_text() + (ROOT / "analysis" / "horizon.py").read_text()
+    writers = (ROOT / "analysis" / "report.py").read_text() + (ROOT / "analysis" / "render" / "horizon.py").read_text()
     for name in GENERATED:
         assert f'"{name}"' in writers, f"{name} is listed as generated but no report module writes it"
 

@@ -5,7 +5,7 @@
   contract's names.
 
 Shared by both: the run config (``gaca.backends.config``, its sections in ``trainer_config``,
-``tracking_config`` and ``backend_config``), ``gaca train`` (``gaca.backends.entry``: composed and
+``tracking_config`` and ``backend_config``), ``gaca train`` (``gaca.train``: composed and
 validated by ``gaca.compose``, dispatched here), the run's life in MLflow (``gaca.backends.lifecycle``)
 and what training reports (``gaca.backends.result``).
 
@@ -21,11 +21,11 @@ BACKENDS: Registry = Registry("backend")
 BACKENDS.declare("cpu", "gaca.backends.cpu.loop:train", BackendSpec(options="gaca.backends.cpu.options:CpuOptions"))
 BACKENDS.declare(
     "verl",
-    "gaca.backends.verl.launch:launch",
+    "gaca.backends.verl.launcher.launch:launch",
     BackendSpec(
-        options="gaca.backends.verl.run_options:VerlOptions",
-        check_run="gaca.backends.verl.run_options:check_run",
+        options="gaca.backends.verl.launcher.run_options:VerlOptions",
+        check_run="gaca.backends.verl.launcher.checks:check_run",
         on_gpus=True,
-        describe_jobs="gaca.backends.verl.sweep_jobs:describe_jobs",
+        describe_jobs="gaca.backends.verl.launcher.sweep_jobs:describe_jobs",
     ),
 )

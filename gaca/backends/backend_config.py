@@ -23,10 +23,10 @@ class BackendConfig:
 
     name: str = "cpu"
     """cpu: the embedded trainer (gaca.backends.cpu.loop); verl: a verl-agent training job
-    (gaca.backends.verl.launch)."""
+    (gaca.backends.verl.launcher.launch)."""
     options: Any = None
     """The backend's options (``CpuOptions`` of ``gaca.backends.cpu.options``, ``VerlOptions`` of
-    ``gaca.backends.verl.run_options``)."""
+    ``gaca.backends.verl.launcher.run_options``)."""
 
     def __post_init__(self) -> None:
         check_choice("backend.name", self.name, BACKENDS)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 class BackendSpec:
     options: str
     """The frozen dataclass of the backend's ``backend.*`` keys (besides ``name``), validated in its
-    ``__post_init__``, e.g. ``"gaca.backends.verl.run_options:VerlOptions"``."""
+    ``__post_init__``, e.g. ``"gaca.backends.verl.launcher.run_options:VerlOptions"``."""
     check_run: str | None = None
     """A function ``(RunConfig) -> None`` raising a one-line ``ValueError`` for a run config the backend
     cannot train (run when the run config is built, before any run or file exists); None: none."""

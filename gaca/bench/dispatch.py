@@ -37,8 +37,8 @@ def run_jobs(pool, session, seeds: list[int]) -> float:
 
 
 def benchmark(launcher: str, jobs: int, sequential: int, folder: Path) -> dict[str, float | str | int]:
+    from gaca.compose.session import HydraSession
     from gaca.orchestration.dispatch import JobPool
-    from gaca.orchestration.session import HydraSession
 
     session = HydraSession(launcher, [], [], folder / launcher, job_name="gaca-bench-dispatch")
     pool = JobPool(session.launcher(idle_task), session.parallel_jobs)
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [benchmark(launcher, args.jobs, args.sequential, folder) for launcher in args.launcher]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    from gaca.orchestration.display import table
+    from gaca.text import table
 
     print(table(list(rows[0]), [[f"{v:.2f}" if isinstance(v, float) else v for v in row.values()] for row in rows]))
     return 0

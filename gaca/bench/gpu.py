@@ -107,8 +107,9 @@ def hook_rows(repeats: int) -> list[Row]:
         from verl.trainer.ppo import ray_trainer
     except ImportError as error:
         return [Row("verl hooks", None, None, None, True, f"skipped: verl not importable ({error})")]
-    from gaca.backends.verl import add_step_index, compute_batch_advantages
-    from gaca.backends.verl.layout import build_layout_batch
+    from gaca.backends.verl.agent.advantage import compute_batch_advantages
+    from gaca.backends.verl.agent.batch import add_step_index
+    from gaca.backends.verl.agent.layout import build_layout_batch
     from gaca.estimators.registry import verl_names
 
     data: dict[str, DataProto] = {}

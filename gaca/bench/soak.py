@@ -203,7 +203,7 @@ def soak(kills: int, seed: int, folder: Path, block: list[str]) -> dict[str, obj
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gaca.orchestration.display import table
+    from gaca.text import table
 
     parser = argparse.ArgumentParser(prog="python -m gaca.bench.soak", description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=10, help="killed-and-rerun sweeps (K)")

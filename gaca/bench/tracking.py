@@ -420,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    from gaca.orchestration.display import table
+    from gaca.text import table
 
     columns = list(dict.fromkeys(key for row in rows for key in row))
     shown = [

@@ -25,7 +25,7 @@ import torch
 from gaca.backends.config import RunConfig
 from gaca.backends.cpu.loop import iteration
 from gaca.backends.cpu.ppo import PHASES, UpdateStats, distinct_pairs, first_of_each, minibatches, ppo_update
-from gaca.backends.cpu.rollout import StepRows
+from gaca.backends.cpu.rollout import RolloutRows
 from gaca.backends.cpu.seeds import PURPOSE_UPDATE, seed_for
 from gaca.backends.cpu.start import initial_policy
 from gaca.backends.trainer_config import UPDATES
@@ -34,7 +34,7 @@ from gaca.envs import make_family
 from gaca.policy.model import Policy
 
 
-def padding_fraction(rows: StepRows, batches: Sequence[Sequence[int]]) -> float:
+def padding_fraction(rows: RolloutRows, batches: Sequence[Sequence[int]]) -> float:
     """Of the [B, prompt width + response width] grids that ``sequence_logprobs`` builds for ``batches``,
     the fraction of cells that are padding."""
     grid = real = 0
@@ -46,7 +46,7 @@ def padding_fraction(rows: StepRows, batches: Sequence[Sequence[int]]) -> float:
     return 1.0 - real / grid
 
 
-def repeats(rows: StepRows, batches: Sequence[Sequence[int]]) -> dict[str, float]:
+def repeats(rows: RolloutRows, batches: Sequence[Sequence[int]]) -> dict[str, float]:
     """Fractions of rows that repeat an earlier pair of the batch, of their mini-batch, or an earlier prompt,
     and the padding fractions of the mini-batches scored row by row and pair by pair."""
     pairs = distinct_pairs(rows)
@@ -67,7 +67,7 @@ def timed_updates(
     policy: Policy,
     optimizer_state: dict,
     reference: Policy | None,
-    rows: StepRows,
+    rows: RolloutRows,
     advantages: torch.Tensor,
     i: int,
 ) -> dict[str, UpdateStats]:
@@ -85,17 +85,17 @@ def timed_updates(
     return stats
 
 
-def subset(rows: StepRows, indices: Sequence[int]) -> StepRows:
+def subset(rows: RolloutRows, indices: Sequence[int]) -> RolloutRows:
     """The rows ``indices`` of ``rows``, in that order."""
     values = {
         name: [getattr(rows, name)[i] for i in indices]
         for name in ("group", "traj", "step", "reward", "anchor", "invalid", "prompt_ids", "response_ids", "logprobs")
     }
-    return StepRows(**values, allowed=None if rows.allowed is None else [rows.allowed[i] for i in indices])
+    return RolloutRows(**values, allowed=None if rows.allowed is None else [rows.allowed[i] for i in indices])
 
 
 def gradient_difference(
-    run: RunConfig, policy: Policy, reference: Policy | None, rows: StepRows, advantages: torch.Tensor
+    run: RunConfig, policy: Policy, reference: Policy | None, rows: RolloutRows, advantages: torch.Tensor
 ) -> tuple[float, float]:
     """The largest differences of loss (surrogate plus KL) and of any gradient entry between the two
     updates on ``rows`` as one mini-batch, at ``policy``'s weights (unclipped, no optimizer step)."""

@@ -8,7 +8,7 @@ through verl-agent's trainer (``backend=verl_cpu``: the checkout and its environ
 folder with its own SQLite store (nothing is left behind), then prints the median over the iterations
 without an evaluation of each part's seconds (``gaca.contract``'s ``perf/*``):
 
-- generation: the policy's own generation (verl: on the rollout worker, ``gaca.backends.verl.timing``);
+- generation: the policy's own generation (verl: on the rollout worker, ``gaca.backends.verl.agent.timing``);
 - env: the environments (verl: the served environments on the driver);
 - Ray: the round trips of the calls to the workers (generation, log-probabilities, update) beyond the
   workers' own time; the CPU backend makes none;

@@ -193,6 +193,123 @@ def _device_of(*values: object) -> torch.device:
     return torch.device("cpu")
 
 
+def _common_length(fields: dict[str, ArrayLike]) -> int:
+    """The number of step rows, the same for every given field and not 0."""
+    lengths = {name: _rows(name, values) for name, values in fields.items()}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(f"all inputs must have one entry per step row; got lengths {lengths}")
+    rows = lengths["reward"]
+    if rows == 0:
+        raise ValueError("the batch is empty: reward has no rows")
+    return rows
+
+
+def _nll(nll: ArrayLike | None, device: torch.device) -> torch.Tensor | None:
+    """[N] float64 H_t, checked >= 0."""
+    if nll is None:
+        return None
+    nll_t = _floats("nll", nll, device)
+    if (nll_t < 0).any():
+        row = int((nll_t < 0).nonzero()[0])
+        raise ValueError(f"nll is a negative log-likelihood and must be >= 0; row {row} is {nll_t[row].item()}")
+    return nll_t
+
+
+def _penalties(invalid: ArrayLike | None, invalid_penalty: float | None, device: torch.device) -> torch.Tensor | None:
+    """[N] float64: the penalty inside each row's reward (p on invalid rows, else 0)."""
+    if invalid is not None:
+        invalid_t = _flags("invalid", invalid, device)
+        if invalid_penalty is None:
+            raise ValueError("invalid_penalty is required with invalid: the penalty each invalid row's reward includes")
+        return invalid_t.to(torch.float64) * _penalty(invalid_penalty)
+    if invalid_penalty is not None:
+        raise ValueError("invalid_penalty was given without invalid, the per-row flags it applies to")
+    return None
+
+
+def _weights(copies: ArrayLike | None, count_copies: bool, device: torch.device) -> torch.Tensor | None:
+    """[N] float64 1 + copies when the copies are counted and some row has one, else None."""
+    if copies is None:
+        return None
+    copies_t = _as_tensor("copies", copies, device)
+    if copies_t is None or copies_t.ndim != 1 or copies_t.is_floating_point() or copies_t.dtype == torch.bool:
+        raise ValueError("copies must be a one-dimensional sequence of integers (padding copies of each row)")
+    if (copies_t < 0).any():
+        raise ValueError(f"copies must be >= 0 (padding copies of each row); got {int(copies_t.min())}")
+    if count_copies and (copies_t > 0).any():
+        return 1.0 + copies_t.to(torch.float64)
+    return None
+
+
+def _steps(step: ArrayLike, rows: int, device: torch.device) -> torch.Tensor:
+    """[N] int64 time indices, each in 0..rows-1."""
+    step_t = _as_tensor("step", step, device)
+    if step_t is None or step_t.ndim != 1 or step_t.is_floating_point() or step_t.dtype == torch.bool:
+        raise ValueError("step must be a one-dimensional sequence of integer time indices")
+    step_t = step_t.to(torch.int64)
+    if (step_t < 0).any():
+        raise ValueError(f"step must be >= 0 (0-based time index); got {int(step_t.min())}")
+    # Steps of a trajectory are 0..T-1, so none reaches the number of rows; checked before the
+    # [trajectories x horizon] layout is sized by it.
+    if (step_t >= rows).any():
+        row = int((step_t >= rows).nonzero()[0])
+        raise ValueError(
+            f"step {int(step_t[row])} at row {row} is out of range: in a batch of {rows} rows a trajectory's "
+            f"steps are 0..T-1 without gaps, so every step is < {rows}"
+        )
+    return step_t
+
+
+def _trajectories(
+    group_codes: torch.Tensor, traj_codes: torch.Tensor, traj_id: Callable[[int], object], step_t: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Each trajectory's group [num_trajs] and length [num_trajs], and the horizon, checking that a
+    trajectory lies in one group and holds steps 0..T-1, each once."""
+    device = traj_codes.device
+    num_trajs = int(traj_codes.max()) + 1
+    low = torch.full((num_trajs,), torch.iinfo(torch.int64).max, device=device)
+    high = torch.full((num_trajs,), -1, device=device)
+    low = low.scatter_reduce(0, traj_codes, group_codes, "amin")
+    high = high.scatter_reduce(0, traj_codes, group_codes, "amax")
+    split = (low != high).nonzero()
+    if len(split):
+        raise ValueError(f"trajectory {traj_id(int(split[0]))!r} has rows in two different groups")
+
+    traj_length = torch.bincount(traj_codes, minlength=num_trajs)
+    horizon = int(step_t.max()) + 1
+    slot_count = torch.bincount(traj_codes * horizon + step_t, minlength=num_trajs * horizon)
+    duplicated = (slot_count > 1).nonzero()
+    if len(duplicated):
+        slot = int(duplicated[0])
+        raise ValueError(
+            f"duplicated (traj, step) pair: trajectory {traj_id(slot // horizon)!r} has step {slot % horizon} twice"
+        )
+    last_step = torch.full((num_trajs,), -1, device=device).scatter_reduce(0, traj_codes, step_t, "amax")
+    gapped = (last_step + 1 != traj_length).nonzero()
+    if len(gapped):
+        k = int(gapped[0])
+        raise ValueError(
+            f"step indices of trajectory {traj_id(k)!r} must be 0..T-1 without gaps; "
+            f"it has {int(traj_length[k])} rows but its last step is {int(last_step[k])}"
+        )
+    return low, traj_length, horizon
+
+
+def _anchor_groups(
+    anchor: ArrayLike, group_codes: torch.Tensor, rows: int, device: torch.device
+) -> tuple[torch.Tensor, int]:
+    """[N] anchor-group codes (the same observation in two prompt groups is two groups) and their count."""
+    raw_anchor, _ = _keys("anchor", anchor, device)
+    low_key, high_key = raw_anchor.min().item(), raw_anchor.max().item()
+    if raw_anchor.is_floating_point() or raw_anchor.dtype == torch.bool or high_key - low_key >= rows:
+        raw_anchor = torch.unique(raw_anchor, return_inverse=True)[1]  # dense, so the product below fits
+        low_key, high_key = 0, int(raw_anchor.max())
+    # one unique over (group, anchor) pairs codes both at once
+    joint = group_codes * (high_key - low_key + 1) + (raw_anchor - low_key)
+    distinct, anchor_codes = torch.unique(joint, return_inverse=True)
+    return anchor_codes, len(distinct)
+
+
 def build_step_batch(
     group: ArrayLike,
     traj: ArrayLike,
@@ -220,103 +337,22 @@ def build_step_batch(
             indices, non-bool invalid flags, a bad invalid_penalty, or copies that are not integers >= 0.
     """
     fields = {"group": group, "traj": traj, "step": step, "reward": reward}
-    if anchor is not None:
-        fields["anchor"] = anchor
-    if nll is not None:
-        fields["nll"] = nll
-    if invalid is not None:
-        fields["invalid"] = invalid
-    if copies is not None:
-        fields["copies"] = copies
-    lengths = {name: _rows(name, values) for name, values in fields.items()}
-    if len(set(lengths.values())) != 1:
-        raise ValueError(f"all inputs must have one entry per step row; got lengths {lengths}")
-    rows = lengths["reward"]
-    if rows == 0:
-        raise ValueError("the batch is empty: reward has no rows")
+    optional = {"anchor": anchor, "nll": nll, "invalid": invalid, "copies": copies}
+    fields.update({name: values for name, values in optional.items() if values is not None})
+    rows = _common_length(fields)
     device = _device_of(*fields.values())
 
     reward_t = _floats("reward", reward, device)
-    nll_t = _floats("nll", nll, device) if nll is not None else None
-    if nll_t is not None and (nll_t < 0).any():
-        row = int((nll_t < 0).nonzero()[0])
-        raise ValueError(f"nll is a negative log-likelihood and must be >= 0; row {row} is {nll_t[row].item()}")
-    penalty_t = None
-    if invalid is not None:
-        invalid_t = _flags("invalid", invalid, device)
-        if invalid_penalty is None:
-            raise ValueError("invalid_penalty is required with invalid: the penalty each invalid row's reward includes")
-        penalty_t = invalid_t.to(torch.float64) * _penalty(invalid_penalty)
-    elif invalid_penalty is not None:
-        raise ValueError("invalid_penalty was given without invalid, the per-row flags it applies to")
-
-    weight_t = None
-    if copies is not None:
-        copies_t = _as_tensor("copies", copies, device)
-        if copies_t is None or copies_t.ndim != 1 or copies_t.is_floating_point() or copies_t.dtype == torch.bool:
-            raise ValueError("copies must be a one-dimensional sequence of integers (padding copies of each row)")
-        if (copies_t < 0).any():
-            raise ValueError(f"copies must be >= 0 (padding copies of each row); got {int(copies_t.min())}")
-        if count_copies and (copies_t > 0).any():
-            weight_t = 1.0 + copies_t.to(torch.float64)
-    step_t = _as_tensor("step", step, device)
-    if step_t is None or step_t.ndim != 1 or step_t.is_floating_point() or step_t.dtype == torch.bool:
-        raise ValueError("step must be a one-dimensional sequence of integer time indices")
-    step_t = step_t.to(torch.int64)
-    if (step_t < 0).any():
-        raise ValueError(f"step must be >= 0 (0-based time index); got {int(step_t.min())}")
-    # Steps of a trajectory are 0..T-1, so none reaches the number of rows; checked before the
-    # [trajectories x horizon] layout below is sized by it.
-    if (step_t >= rows).any():
-        row = int((step_t >= rows).nonzero()[0])
-        raise ValueError(
-            f"step {int(step_t[row])} at row {row} is out of range: in a batch of {rows} rows a trajectory's "
-            f"steps are 0..T-1 without gaps, so every step is < {rows}"
-        )
-
+    nll_t = _nll(nll, device)
+    penalty_t = _penalties(invalid, invalid_penalty, device)
+    weight_t = _weights(copies, count_copies, device)
+    step_t = _steps(step, rows, device)
     group_codes, _ = _factorize("group", group, device)
     traj_codes, traj_id = _factorize("traj", traj, device)
-    num_trajs = int(traj_codes.max()) + 1
-
-    # A trajectory belongs to exactly one prompt group.
-    low = torch.full((num_trajs,), torch.iinfo(torch.int64).max, device=device)
-    high = torch.full((num_trajs,), -1, device=device)
-    low = low.scatter_reduce(0, traj_codes, group_codes, "amin")
-    high = high.scatter_reduce(0, traj_codes, group_codes, "amax")
-    split = (low != high).nonzero()
-    if len(split):
-        raise ValueError(f"trajectory {traj_id(int(split[0]))!r} has rows in two different groups")
-
-    traj_length = torch.bincount(traj_codes, minlength=num_trajs)
-    horizon = int(step_t.max()) + 1
-    slot_count = torch.bincount(traj_codes * horizon + step_t, minlength=num_trajs * horizon)
-    duplicated = (slot_count > 1).nonzero()
-    if len(duplicated):
-        slot = int(duplicated[0])
-        raise ValueError(
-            f"duplicated (traj, step) pair: trajectory {traj_id(slot // horizon)!r} has step {slot % horizon} twice"
-        )
-    last_step = torch.full((num_trajs,), -1, device=device).scatter_reduce(0, traj_codes, step_t, "amax")
-    gapped = (last_step + 1 != traj_length).nonzero()
-    if len(gapped):
-        k = int(gapped[0])
-        raise ValueError(
-            f"step indices of trajectory {traj_id(k)!r} must be 0..T-1 without gaps; "
-            f"it has {int(traj_length[k])} rows but its last step is {int(last_step[k])}"
-        )
-
+    traj_group, traj_length, horizon = _trajectories(group_codes, traj_codes, traj_id, step_t)
     anchor_codes, num_anchor_groups = None, 0
     if anchor is not None and code_anchor:
-        raw_anchor, _ = _keys("anchor", anchor, device)
-        low_key, high_key = raw_anchor.min().item(), raw_anchor.max().item()
-        if raw_anchor.is_floating_point() or raw_anchor.dtype == torch.bool or high_key - low_key >= rows:
-            raw_anchor = torch.unique(raw_anchor, return_inverse=True)[1]  # dense, so the product below fits
-            low_key, high_key = 0, int(raw_anchor.max())
-        # The same observation in two prompt groups is two different anchor groups; one unique over
-        # (group, anchor) pairs codes both at once.
-        joint = group_codes * (high_key - low_key + 1) + (raw_anchor - low_key)
-        distinct, anchor_codes = torch.unique(joint, return_inverse=True)
-        num_anchor_groups = len(distinct)
+        anchor_codes, num_anchor_groups = _anchor_groups(anchor, group_codes, rows, device)
 
     return StepBatch(
         group=group_codes,
@@ -327,10 +363,10 @@ def build_step_batch(
         nll=nll_t,
         penalty=penalty_t,
         weight=weight_t,
-        traj_group=low,
+        traj_group=traj_group,
         traj_length=traj_length,
         num_groups=int(group_codes.max()) + 1,
-        num_trajs=num_trajs,
+        num_trajs=len(traj_length),
         num_anchor_groups=num_anchor_groups,
         horizon=horizon,
     )

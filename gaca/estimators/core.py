@@ -13,7 +13,6 @@ import torch
 
 from gaca.estimators.batch import ArrayLike, StepBatch, build_step_batch
 from gaca.estimators.config import AdvantageConfig, Conventions
-from gaca.estimators.methods.paper import gaca, gigpo, grpo  # noqa: F401  (imported from here by older code)
 from gaca.estimators.registry import ESTIMATORS, NORMALIZERS, needs_nll
 from gaca.estimators.returns import discounted_returns, environment_rewards, episode_returns
 from gaca.estimators.segments import segment_count

@@ -1,4 +1,4 @@
-"""Plain-text output of the drivers: tables, progress while jobs run, and failure reports."""
+"""Plain-text output of the drivers: progress while jobs run, and failure reports (tables: ``gaca.text``)."""
 
 from __future__ import annotations
 
@@ -17,15 +17,6 @@ PACE_UNKNOWN = "once iterations are timed"
 """The ETA's text before any pace is measured."""
 TAIL_BYTES = 8192
 """How much of the end of a job's log is read for its last iteration line."""
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """Columns padded to their widest cell; the last column is not padded."""
-    cells = [[str(c) for c in header]] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row[:-1], widths)) + "  " + row[-1] for row in cells]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(line.rstrip() for line in lines)
 
 
 def clock(seconds: float) -> str:

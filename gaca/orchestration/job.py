@@ -32,10 +32,10 @@ class RunBusy(RuntimeError):
 def run(cfg: DictConfig) -> float | None:
     """Train the run of ``cfg``; the final evaluation success (None when it was already finished)."""
     from gaca.backends.cpu.checkpoint import LATEST
-    from gaca.backends.entry import train_validated
     from gaca.compose import validate
     from gaca.tracking.identity import run_key
     from gaca.tracking.secrets import redact_text
+    from gaca.train import train_validated
 
     try:
         config, resolved = validate(cfg)

@@ -11,8 +11,8 @@ from typing import Any
 
 from omegaconf import DictConfig, open_dict
 
+from gaca.compose.blocks import Block, expand
 from gaca.contract import FINAL_EVAL_SUCCESS_RATE, TAG_RUN_KEY
-from gaca.orchestration.block_files import Block, expand
 from gaca.orchestration.job import is_training
 
 # A run's state, from MLflow (and from its lock for an unfinished one).
@@ -153,7 +153,7 @@ def shared_overrides(runs: list[PlannedRun]) -> list[str]:
 
 def placement_overrides(config: Any) -> list[str]:
     """Absolute tracking URI (its password masked) and output folder (neither is part of a run's identity)."""
-    from gaca.orchestration.session import quoted
+    from gaca.text import quoted
     from gaca.tracking.secrets import redact_uri
     from gaca.tracking.store import configured_tracking_uri
 

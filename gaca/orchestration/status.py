@@ -9,10 +9,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from gaca.compose.blocks import ALL, block_names
 from gaca.contract import TAG_BLOCK
-from gaca.orchestration.block_files import ALL, block_names
-from gaca.orchestration.display import table
 from gaca.orchestration.plan import DONE, FAILED_BEFORE, INTERRUPTED, RUNNING, TO_RUN
+from gaca.text import table
 from gaca.tracking.secrets import redact_text, redact_uri
 
 QUEUED = "queued"
@@ -40,10 +40,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
-    from gaca.orchestration.block_files import load_blocks
+    from gaca.compose.blocks import load_blocks
+    from gaca.compose.session import HydraSession, split_overrides
     from gaca.orchestration.plan import InvalidRuns, attach_states, plan_runs, recorded_runs, tracking_of
     from gaca.orchestration.run_claims import held
-    from gaca.orchestration.session import HydraSession, split_overrides
     from gaca.tracking.store import StoreUnavailable, check_store
 
     args = parse(argv)

@@ -1,14 +1,14 @@
 """``gaca sweep BLOCK --until-decided [--max-seeds N] [--margin M]``: run a block in rounds of seeds
-until every comparison its claims make is decided (``analysis.sequential_design``), or the budget is spent.
+until every comparison its claims make is decided (``analysis.stats.sequential``), or the budget is spent.
 
 Round k runs seeds 0 .. n_k - 1 of the cells the claims compare (the first round: every row a
 comparison of the block's claims, or of the ``--claim`` ones, reads; later rounds: the rows of the
 comparisons still undecided; the seeds already finished are skipped, as in any sweep), then the
-claims are replayed look by look (``analysis.sequential_replay``: tests by betting, valid at every
+claims are replayed look by look (``analysis.claims.replay``: tests by betting, valid at every
 look): each comparison's interval and decision, which comparisons remain and the seeds left are
 printed, and the block stops when nothing remains.
 
-The design (``analysis.sequential_design.Schedule``) is written once as the experiment tag
+The design (``analysis.stats.sequential.Schedule``) is written once as the experiment tag
 ``gaca.sequential.<block>[.<hash of the run overrides, where runs log aside>]`` before the first round; a rerun with
 another design is refused, so a killed sweep continues from the seeds already logged with the
 schedule it started with. Every run of the block is tagged ``gaca.sequential.<block>`` with the
@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 from gaca.contract import TAG_SEQUENTIAL
 
 if TYPE_CHECKING:
-    from analysis.sequential_design import Schedule
-    from analysis.sequential_replay import Replay
-    from gaca.orchestration.block_files import Block
+    from analysis.claims.replay import Replay
+    from analysis.stats.sequential import Schedule
+    from gaca.compose.blocks import Block
     from gaca.orchestration.plan import PlannedRun
 
 EXIT_INVALID = 2
@@ -36,26 +36,24 @@ PLACEMENT_KEYS = ("tracking.", "output_dir=")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from analysis import sequential_design, stats
+    from analysis.stats import basic, sequential
 
-    group = parser.add_argument_group("run until decided (seeds in rounds, analysis/sequential_design.py)")
+    group = parser.add_argument_group("run until decided (seeds in rounds, analysis/stats/sequential.py)")
     group.add_argument(
         "--until-decided", action="store_true", help="run rounds of seeds until every claim comparison is decided"
     )
-    group.add_argument("--max-seeds", type=int, help=f"seed budget per cell (default {sequential_design.MAX_SEEDS})")
+    group.add_argument("--max-seeds", type=int, help=f"seed budget per cell (default {sequential.MAX_SEEDS})")
     group.add_argument(
-        "--margin", type=float, help=f"equivalence margin in points (default {100 * stats.EQUIVALENCE_MARGIN:g})"
+        "--margin", type=float, help=f"equivalence margin in points (default {100 * basic.EQUIVALENCE_MARGIN:g})"
     )
-    group.add_argument(
-        "--first-round", type=int, help=f"seeds of the first round (default {sequential_design.FIRST_ROUND})"
-    )
-    group.add_argument("--round", type=int, help=f"seeds added per later round (default {sequential_design.ROUND})")
-    group.add_argument("--alpha", type=float, help=f"level of each claim's tests (default {stats.ALPHA:g})")
+    group.add_argument("--first-round", type=int, help=f"seeds of the first round (default {sequential.FIRST_ROUND})")
+    group.add_argument("--round", type=int, help=f"seeds added per later round (default {sequential.ROUND})")
+    group.add_argument("--alpha", type=float, help=f"level of each claim's tests (default {basic.ALPHA:g})")
     group.add_argument(
         "--assume",
         help="what 'equivalent' and 'does not help' assume: "
-        + "; ".join(f"{name}: {text}" for name, text in sequential_design.ASSUMPTIONS.items())
-        + f" (default {sequential_design.DEFAULT_ASSUME})",
+        + "; ".join(f"{name}: {text}" for name, text in sequential.ASSUMPTIONS.items())
+        + f" (default {sequential.DEFAULT_ASSUME})",
     )
     group.add_argument(
         "--claim",
@@ -70,23 +68,23 @@ SEQUENTIAL_FLAGS = ("max_seeds", "margin", "first_round", "round", "alpha", "ass
 
 def design(args: argparse.Namespace) -> Schedule:
     """The schedule the flags ask for; ValueError naming the flag and what it allows when one is invalid."""
-    from analysis import sequential_design, stats
+    from analysis.stats import basic, sequential
 
     given = [f"--{flag.replace('_', '-')}" for flag in SEQUENTIAL_FLAGS if getattr(args, flag) is not None]
     if given and not args.until_decided:
         raise ValueError(f"{', '.join(given)} only go with --until-decided")
     if args.margin is not None and not 0 <= args.margin < 100:
         raise ValueError(f"--margin must be in [0, 100) points, got {args.margin:g}")
-    alpha = stats.ALPHA if args.alpha is None else args.alpha
-    sequential_design.check_level(alpha, "--alpha")
-    assume = sequential_design.DEFAULT_ASSUME if args.assume is None else args.assume
-    sequential_design.check_assume(assume, "--assume")
-    return sequential_design.Schedule.rounds(
-        sequential_design.MAX_SEEDS if args.max_seeds is None else args.max_seeds,
-        sequential_design.FIRST_ROUND if args.first_round is None else args.first_round,
-        sequential_design.ROUND if args.round is None else args.round,
+    alpha = basic.ALPHA if args.alpha is None else args.alpha
+    sequential.check_level(alpha, "--alpha")
+    assume = sequential.DEFAULT_ASSUME if args.assume is None else args.assume
+    sequential.check_assume(assume, "--assume")
+    return sequential.Schedule.rounds(
+        sequential.MAX_SEEDS if args.max_seeds is None else args.max_seeds,
+        sequential.FIRST_ROUND if args.first_round is None else args.first_round,
+        sequential.ROUND if args.round is None else args.round,
         alpha,
-        stats.EQUIVALENCE_MARGIN if args.margin is None else args.margin / 100.0,
+        basic.EQUIVALENCE_MARGIN if args.margin is None else args.margin / 100.0,
         assume,
     )
 
@@ -103,7 +101,7 @@ def store_key(block: str, run_overrides: list[str]) -> str:
 
 def run_until_decided(args: argparse.Namespace, blocks: list[Block], session: Any, run_overrides: list[str]) -> int:
     """Validate, store the design, then the rounds; the exit status."""
-    from analysis.sequential_replay import block_claim_names, block_claims, decidable_blocks
+    from analysis.claims.replay import block_claim_names, block_claims, decidable_blocks
     from gaca.orchestration.plan import InvalidRuns, plan_runs, tracking_of
 
     try:
@@ -145,7 +143,7 @@ def run_until_decided(args: argparse.Namespace, blocks: list[Block], session: An
     claims = args.claim or None
     compared = compared_rows(block.name, first[0], claims)
     if args.dry_run:
-        from gaca.orchestration.sweep import execute
+        from gaca.orchestration.execute import execute
 
         print(f"dry run: the first round ({schedule.looks[0]} seeds) is")
         return execute(needed_runs(block.name, first, compared)[0], session, block.name, dry_run=True)
@@ -169,8 +167,8 @@ def earlier_design(uri: str, experiment: str, key: str, schedule: Schedule) -> S
     block started with it continues with it, and says so), else ``schedule``."""
     from mlflow.tracking import MlflowClient
 
-    from analysis.sequential_design import TEST_BETTING
-    from analysis.sequential_design import Schedule as Design
+    from analysis.stats.sequential import TEST_BETTING
+    from analysis.stats.sequential import Schedule as Design
     from gaca.tracking.store import store_exists
 
     if not store_exists(uri):
@@ -224,8 +222,8 @@ def rounds(
     to decide (None: all)."""
     from mlflow.tracking import MlflowClient
 
+    from gaca.orchestration.execute import execute
     from gaca.orchestration.plan import plan_runs
-    from gaca.orchestration.sweep import execute
     from gaca.tracking.store import prepare_store
 
     experiment_id = prepare_store(uri, experiment)
@@ -263,8 +261,8 @@ def rounds(
 
 def block_setting(block_name: str, sample: PlannedRun) -> tuple[Any, Any]:
     """The report's block and a plan of it at the setting ``sample`` (a run of the block) runs in."""
-    from analysis.block_rows import get_block
-    from analysis.cells import Plan
+    from analysis.runs.blocks import get_block
+    from analysis.runs.cells import Plan
     from gaca.tracking.tags import scale
 
     block = get_block(block_name)
@@ -279,14 +277,14 @@ def row_names(block: Any, plan: Any) -> dict[Any, str]:
 
 def selected_claims(block_name: str, claims: list[str] | None) -> list[Any]:
     """The claim functions of the block that ``claims`` names (default all of them)."""
-    from analysis.sequential_replay import block_claim_names
+    from analysis.claims.replay import block_claim_names
 
     return [f for name, f in block_claim_names(block_name).items() if claims is None or name in claims]
 
 
 def compared_rows(block_name: str, sample: PlannedRun, claims: list[str] | None) -> set[str]:
     """The rows the block's (selected) claims compare: the first round runs only these."""
-    from analysis.sequential_replay import rows_compared
+    from analysis.claims.replay import rows_compared
 
     block, plan = block_setting(block_name, sample)
     return rows_compared(plan, selected_claims(block_name, claims), row_names(block, plan))
@@ -294,7 +292,7 @@ def compared_rows(block_name: str, sample: PlannedRun, claims: list[str] | None)
 
 def needed_runs(block_name: str, runs: list[PlannedRun], needed: set[str]) -> tuple[list[PlannedRun], list[str]]:
     """The runs of ``runs`` whose row is in ``needed``, and the rows left out (in block order)."""
-    from analysis.block_rows import get_block
+    from analysis.runs.blocks import get_block
 
     block = get_block(block_name)
     rows = {run.key: block.variant_of(run.resolved) for run in runs}
@@ -319,7 +317,7 @@ def tag_runs(
 ) -> None:
     """Tag the finished runs of a round with the design (a tag: their run keys stay as they are),
     except runs that started before the design was ``recorded``: they stay untagged, so the replay
-    leaves them out of its decisions (``analysis.sequential_replay.designed``)."""
+    leaves them out of its decisions (``analysis.claims.replay.designed``)."""
     from gaca.orchestration.plan import recorded_runs
 
     found = recorded_runs(uri, experiment)
@@ -337,11 +335,11 @@ def evaluate(
     client: Any, experiment: str, block_name: str, sample: PlannedRun, schedule: Schedule, claims: list[str] | None
 ) -> Replay:
     """Replay the design on what the store holds for the block, at the setting its runs ran in,
-    without the runs that existed before the design (``sequential_claims.designed``, printed);
+    without the runs that existed before the design (``analysis.claims.replay.designed``, printed);
     ``claims`` (names) the claims replayed, default every claim of the block."""
-    from analysis.paper_claims import Evidence
+    from analysis.claims.checks import Evidence
+    from analysis.claims.replay import designed, replay
     from analysis.report import read
-    from analysis.sequential_replay import designed, replay
 
     block, plan = block_setting(block_name, sample)
     plan, runs = read(client, experiment, plan, "final", None)

@@ -168,7 +168,7 @@ def response_action(response_ids: Sequence[int], trie: CommandTrie | None, token
     """The action a free-decoded response stands for: the admissible command its ids spell, eos included
     (``trie.command_for``), else its decoded text without special tokens, stripped. A response cut at
     ``max_response_tokens`` has no eos, so it is never mapped onto a command. The CPU backend and the
-    environments it serves to verl-agent (``gaca.backends.verl.env_manager``) both parse responses here."""
+    environments it serves to verl-agent (``gaca.backends.verl.agent.env_manager``) both parse responses here."""
     command = trie.command_for(response_ids) if trie is not None else None
     if command is None:
         # decode gives one str for one sequence of ids (a list only for a batch of them)

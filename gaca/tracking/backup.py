@@ -31,7 +31,7 @@ STALE_PARTIAL_S = 600.0
 """A ``*.db.partial`` copy untouched for this long is removed by the next backup (its driver died)."""
 REPLACED = ".replaced-"
 """``mlflow.db.replaced-<time>``: a store that a restore moved aside (never deleted by gaca)."""
-_STAMP = "%Y%m%dT%H%M%SZ"
+STAMP = "%Y%m%dT%H%M%SZ"
 _NAME = re.compile(
     r"^(?P<store>.+)-(?P<stamp>\d{8}T\d{6}Z)(?:\.(?P<n>\d+))?-(?P<reason>[\w.-]+)(?P<suffix>\.db|\.dump)$"
 )
@@ -62,7 +62,7 @@ def backups(store: Path, suffix: str = SQLITE_SUFFIX) -> list[Backup]:
     for path in folder.glob(f"{store.stem}-*{suffix}") if folder.is_dir() else []:
         match = _NAME.match(path.name)
         if match and match["store"] == store.stem and match["suffix"] == suffix:
-            taken = datetime.strptime(match["stamp"], _STAMP).replace(tzinfo=timezone.utc)
+            taken = datetime.strptime(match["stamp"], STAMP).replace(tzinfo=timezone.utc)
             found.append((taken, int(match["n"] or 0), Backup(path, taken, match["reason"])))
     return [backup for _, _, backup in sorted(found, key=lambda item: item[:2], reverse=True)]
 
@@ -87,7 +87,7 @@ def _place(partial: Path, store: Path, reason: str, suffix: str, now: datetime) 
     backup in the same second keep both and neither overwrites the other's."""
     folder = backup_folder(store)
     reason = re.sub(r"[^\w.-]+", "_", reason) or "backup"
-    base = f"{store.stem}-{now.strftime(_STAMP)}"
+    base = f"{store.stem}-{now.strftime(STAMP)}"
     while True:
         same_second = [_NAME.match(path.name) for path in folder.glob(f"{base}*{suffix}")]
         n = max((int(match["n"] or 0) + 1 for match in same_second if match), default=0)  # unique and ordered
@@ -130,7 +130,7 @@ def backup_store(store: Path, reason: str, keep: int = KEEP) -> Backup | None:
     now = datetime.now(timezone.utc)
     partial = _partial(store, SQLITE_SUFFIX)
     try:
-        source = sqlite3.connect(f"file:{_quoted(store)}?mode=ro", uri=True, timeout=60)
+        source = sqlite3.connect(f"file:{quoted_path(store)}?mode=ro", uri=True, timeout=60)
         try:
             copy = sqlite3.connect(partial)
             try:
@@ -172,7 +172,7 @@ def backup_database(uri: str, reason: str, keep: int = KEEP) -> Backup:
     return taken
 
 
-def _quoted(path: Path) -> str:
+def quoted_path(path: Path) -> str:
     from urllib.parse import quote
 
     return quote(str(path.absolute()))
@@ -181,7 +181,7 @@ def _quoted(path: Path) -> str:
 def run_counts(path: Path) -> dict[str, int]:
     """MLflow status -> runs (not deleted) in the SQLite store file ``path``; empty when unreadable."""
     try:
-        connection = sqlite3.connect(f"file:{_quoted(path)}?mode=ro", uri=True, timeout=60)
+        connection = sqlite3.connect(f"file:{quoted_path(path)}?mode=ro", uri=True, timeout=60)
         try:
             rows = connection.execute(
                 "SELECT status, COUNT(*) FROM runs WHERE lifecycle_stage = 'active' GROUP BY status"
@@ -217,101 +217,3 @@ def hold_in_use(store: Path) -> None:
     handle = os.open(folder, os.O_RDONLY)
     fcntl.flock(handle, fcntl.LOCK_SH)
     _held[folder] = handle
-
-
-class StoreInUse(RuntimeError):
-    """A restore of a store that a running sweep, search or job uses."""
-
-
-def restore(store: Path, name: str | None = None) -> tuple[Backup, Path | None]:
-    """Replace ``store`` by its backup ``name`` (default the newest); (the backup, where the replaced
-    store and its journal were moved, or None when there was none)."""
-    from gaca.tracking.store import StoreUnavailable, check_integrity, store_lock
-
-    found = backups(store)
-    if not found:
-        raise FileNotFoundError(f"{store.absolute()} has no backup in {backup_folder(store)}")
-    chosen = found[0] if name is None else next((b for b in found if b.name == name), None)
-    if chosen is None:
-        raise FileNotFoundError(f"no backup named {name!r}; known: {', '.join(b.name for b in found)}")
-    try:
-        check_integrity(chosen.path)
-    except StoreUnavailable:
-        raise StoreUnavailable(
-            f"the backup {chosen.path} is itself damaged; name an older one (gaca backup list)"
-        ) from None
-    folder = backup_folder(store)
-    handle = os.open(folder, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise StoreInUse(
-                f"{store.absolute()} is in use by a running sweep, search or job; stop it "
-                "(or wait for it) before restoring"
-            ) from None
-        with store_lock(f"sqlite:///{store.absolute()}"):
-            aside = None
-            if store.exists():
-                aside = store.with_name(f"{store.name}{REPLACED}{datetime.now(timezone.utc).strftime(_STAMP)}")
-                os.replace(store, aside)
-            for suffix in ("-journal", "-wal", "-shm"):  # a hot journal of the old file must not touch the copy
-                side = store.with_name(store.name + suffix)
-                if side.exists() and aside is not None:
-                    os.replace(side, aside.with_name(aside.name + suffix))
-                side.unlink(missing_ok=True)
-            partial = store.with_name(store.name + ".partial")
-            source, copy = sqlite3.connect(f"file:{_quoted(chosen.path)}?mode=ro", uri=True), sqlite3.connect(partial)
-            try:
-                source.backup(copy)
-            finally:
-                copy.close()
-                source.close()
-            os.replace(partial, store)
-    finally:
-        os.close(handle)
-    return chosen, aside
-
-
-def restore_database(uri: str, name: str | None = None) -> tuple[Backup, Backup]:
-    """Replace the PostgreSQL store ``uri`` by its backup ``name`` (default the newest), after dumping its
-    current state as one more backup (PostgreSQL's way of moving it aside); (restored, replaced state)."""
-    from gaca.tracking.postgres import BACKUP_SUFFIX, other_connections, restore_dump, shown
-
-    anchor = database_anchor(uri)
-    found = backups(anchor, BACKUP_SUFFIX)
-    if not found:
-        raise FileNotFoundError(f"{shown(uri)} has no backup in {backup_folder(anchor)}")
-    chosen = found[0] if name is None else next((b for b in found if b.name == name), None)
-    if chosen is None:
-        raise FileNotFoundError(f"no backup named {name!r}; known: {', '.join(b.name for b in found)}")
-    users = other_connections(uri)
-    if users:
-        raise StoreInUse(
-            f"{shown(uri)} is in use ({users} other connections: a gaca mlflow server, a job or a psql); "
-            "stop them before restoring"
-        )
-    aside = backup_database(uri, "replaced", keep=KEEP + 1)  # the chosen one must survive this rotation
-    restore_dump(uri, chosen.path)
-    return chosen, aside
-
-
-def prepare_for_writes(uri: str, experiment: str, reason: str) -> str:
-    """What a sweep or a search does before its jobs write: check the store, back up an SQLite one
-    (a line says where), hold it in use, create the store and experiment; the experiment id."""
-    import sys
-
-    from gaca.tracking.postgres import is_postgres
-    from gaca.tracking.store import check_store, prepare_store, sqlite_path
-
-    check_store(uri)
-    path = sqlite_path(uri)
-    if is_postgres(uri):
-        dumped = backup_database(uri, reason)
-        print(f"backup of the MLflow store: {dumped.path} (gaca backup list)", file=sys.stderr, flush=True)
-    if path is not None:
-        taken = backup_store(path, reason)
-        if taken is not None:
-            print(f"backup of the MLflow store: {taken.path} (gaca backup list)", file=sys.stderr, flush=True)
-        hold_in_use(path)
-    return prepare_store(uri, experiment)

@@ -21,16 +21,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
-    from gaca.tracking.backup import (
-        StoreInUse,
-        backup_database,
-        backup_store,
-        database_anchor,
-        restore,
-        restore_database,
-        run_counts,
-    )
+    from gaca.tracking.backup import backup_database, backup_store, database_anchor, run_counts
     from gaca.tracking.postgres import BACKUP_SUFFIX, DatabaseProblem, is_postgres, read_counts, shown
+    from gaca.tracking.restore import StoreInUse, restore, restore_database
     from gaca.tracking.secrets import redact_uri
     from gaca.tracking.store import StoreUnavailable, check_scheme, resolve_tracking_uri, sqlite_path
 
@@ -77,7 +70,7 @@ def main(argv: list[str]) -> int:
 
 def show(store, described: str, suffix: str, counted) -> int:
     """``gaca backup list``: name, time, reason, size and runs of each backup, newest first."""
-    from gaca.orchestration.display import table
+    from gaca.text import table
     from gaca.tracking.backup import backup_folder, backups
 
     found = backups(store, suffix)

@@ -101,7 +101,7 @@ def through_environment(overrides: list[str], environ: MutableMapping[str, str] 
     different values gets ``GACA_SECRET_NAME_2``, and so on."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from gaca.orchestration.session import quoted
+    from gaca.text import quoted
 
     target: MutableMapping[str, str] = os.environ if environ is None else environ
     parser = OverridesParser.create()

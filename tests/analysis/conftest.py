@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from analysis.synthetic import SyntheticRun, log_runs
+from analysis.benches.synthetic import SyntheticRun, log_runs
 
 MODULATION_OFF = {"algorithm.alpha_lambda": 0.0, "algorithm.beta_lambda": 0.0}
 

@@ -1,11 +1,11 @@
-"""The two trainers side by side (analysis.backends): table numbers and figures from a store of runs
+"""The two trainers side by side (analysis.studies.backends): table numbers and figures from a store of runs
 with known curves."""
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from analysis import backends
-from analysis.synthetic import SyntheticRun, log_runs
+from analysis.benches.synthetic import SyntheticRun, log_runs
+from analysis.studies import backends
 
 # (method, backend, seed) -> evaluation success at iterations 0, 5, 10 (16 tasks)
 KNOWN = {
@@ -75,7 +75,7 @@ def test_one_figure_per_method_with_both_trainers(store, tmp_path, capsys):
 def test_an_empty_store_says_so_in_one_line(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     log_runs(MlflowClient(uri), "gaca", [SyntheticRun(status="RUNNING")])
-    with pytest.raises(SystemExit, match="^python -m analysis.backends: no finished run"):
+    with pytest.raises(SystemExit, match="^python -m analysis.studies.backends: no finished run"):
         backends.main(["--tracking-uri", uri, "--out", str(tmp_path / "figures")])
     assert not (tmp_path / "figures").exists()
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis import betting
+from analysis.stats import betting
 
 
 def test_capital_by_hand():

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from analysis.block_rows import DEFAULT_CONFIG, canonical_config, get_block, report_blocks
+from analysis.runs.blocks import DEFAULT_CONFIG, canonical_config, get_block, report_blocks
 from gaca.contract import parse_param
 
 
@@ -70,7 +70,8 @@ def test_every_variant_within_a_block_is_a_distinct_cell():
 def test_importing_the_analysis_composes_no_sweep_file():
     """The blocks are read by an explicit call (``report_blocks``), not on import."""
     code = (
-        "import analysis.report, analysis.cells, analysis.block_rows as b; print(b.report_blocks.cache_info().misses)"
+        "import analysis.report, analysis.runs.cells, analysis.runs.blocks as b; "
+        "print(b.report_blocks.cache_info().misses)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -69,7 +69,7 @@ def test_the_summary_reports_exclusions_partial_and_missing_cells(report):
 
 
 def test_final_outcomes_are_read_only_at_the_planned_last_iteration():
-    from analysis import cells
+    from analysis.runs import cells
 
     ledger = pd.DataFrame(
         {
@@ -98,7 +98,7 @@ def test_final_outcomes_are_read_only_at_the_planned_last_iteration():
 
 def test_a_cells_own_interval_stays_inside_zero_and_one() -> None:
     """Three seeds that learn or collapse: the t interval of the mean would pass 100%; a success rate cannot."""
-    from analysis.cells import CellKey, CellResult
+    from analysis.runs.cells import CellKey, CellResult
 
     cell = CellResult(
         CellKey((("name", "a"),), "errand", "tiny"), ("r0", "r1", "r2"), (0, 1, 2), np.array([0.97, 0.66, 0.49]), None

@@ -9,11 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import claims_text, paper_claims
-from analysis.block_rows import get_block, report_blocks
-from analysis.cells import CellResult, Plan, empty_result
-from analysis.comparison import PAIRED_TASKS, Comparison
-from analysis.sequential_design import GREATER, NO_GAIN, NONE, SHIFT
+from analysis.claims import checks
+from analysis.render import claims as claims_text
+from analysis.runs.blocks import get_block, report_blocks
+from analysis.runs.cells import CellResult, Plan, empty_result
+from analysis.stats.comparison import PAIRED_TASKS, Comparison
+from analysis.stats.sequential import GREATER, NO_GAIN, NONE, SHIFT
 
 BLOCKS = report_blocks()
 PLAN = Plan(tuple(BLOCKS.by_name.values()), scale="tiny")
@@ -70,7 +71,7 @@ def evidence(
     ablations: dict[str, list[float]] | None = None,
     main: dict[str, list[float]] | None = None,
     diag: pd.DataFrame | None = None,
-) -> paper_claims.Evidence:
+) -> checks.Evidence:
     """Cells filled from ``{"block/variant": rates}`` (ablations at the ablation setting) and ``{method: rates}``."""
     cells = {key: empty_result(key, SEEDS) for key in PLAN.wanted()}
     for name, rates in (ablations or {}).items():
@@ -80,7 +81,7 @@ def evidence(
     for method, rates in (main or {}).items():
         key = PLAN.cell(BLOCKS.main.variant(method), "household", "tiny")
         cells[key] = result(key, rates)
-    return paper_claims.Evidence(PLAN, cells, diagnostics() if diag is None else diag)
+    return checks.Evidence(PLAN, cells, diagnostics() if diag is None else diag)
 
 
 GOOD = {
@@ -103,77 +104,77 @@ def verdict(check, **kwargs) -> str:
 
 def test_every_claim_holds_where_the_data_agrees():
     world = evidence(GOOD, {"grpo": near(0.1), "gigpo": near(0.5), "gaca": near(0.9)})
-    checked = paper_claims.check(world)
-    assert [c.verdict for c in checked] == [paper_claims.HOLDS] * 7
-    assert len(checked) == len(paper_claims.CLAIMS)
+    checked = checks.check(world)
+    assert [c.verdict for c in checked] == [checks.HOLDS] * 7
+    assert len(checked) == len(checks.CLAIMS)
 
 
 @pytest.mark.parametrize(
     ("check", "change"),
     [
-        (paper_claims.detector_order, {"detector/random": near(0.95)}),
-        (paper_claims.no_fixed_lambda0_matches, {"lambda0/lambda0=0.25": near(0.95), "detector/entropy": near(0.4)}),
-        (paper_claims.lambda0_concave, {"lambda0/lambda0=1": near(0.8)}),  # the end beats the middle
-        (paper_claims.lambda0_concave, {"lambda0/lambda0=0": near(0.8)}),
-        (paper_claims.modulation_gives_back, {"modulation/modulation=1": near(0.95), "detector/entropy": near(0.6)}),
-        (paper_claims.modulation_gives_back, {"modulation/modulation=1": near(0.05)}),  # gives back everything
-        (paper_claims.alpha_c_does_not_help, {"alpha_c/alpha_c=0.7": near(0.9), "detector/entropy": near(0.3)}),
+        (checks.detector_order, {"detector/random": near(0.95)}),
+        (checks.no_fixed_lambda0_matches, {"lambda0/lambda0=0.25": near(0.95), "detector/entropy": near(0.4)}),
+        (checks.lambda0_concave, {"lambda0/lambda0=1": near(0.8)}),  # the end beats the middle
+        (checks.lambda0_concave, {"lambda0/lambda0=0": near(0.8)}),
+        (checks.modulation_gives_back, {"modulation/modulation=1": near(0.95), "detector/entropy": near(0.6)}),
+        (checks.modulation_gives_back, {"modulation/modulation=1": near(0.05)}),  # gives back everything
+        (checks.alpha_c_does_not_help, {"alpha_c/alpha_c=0.7": near(0.9), "detector/entropy": near(0.3)}),
     ],
 )
 def test_each_ablation_claim_is_contradicted_where_the_data_disagrees(check, change):
-    assert verdict(check, ablations={**GOOD, **change}) == paper_claims.CONTRADICTED
+    assert verdict(check, ablations={**GOOD, **change}) == checks.CONTRADICTED
 
 
 @pytest.mark.parametrize(
     ("check", "drop"),
     [
-        (paper_claims.detector_order, "detector/random"),
-        (paper_claims.no_fixed_lambda0_matches, "detector/entropy"),
-        (paper_claims.lambda0_concave, "lambda0/lambda0=1"),
-        (paper_claims.modulation_gives_back, "modulation/modulation=1"),
-        (paper_claims.alpha_c_does_not_help, "alpha_c/alpha_c=0.5"),
+        (checks.detector_order, "detector/random"),
+        (checks.no_fixed_lambda0_matches, "detector/entropy"),
+        (checks.lambda0_concave, "lambda0/lambda0=1"),
+        (checks.modulation_gives_back, "modulation/modulation=1"),
+        (checks.alpha_c_does_not_help, "alpha_c/alpha_c=0.5"),
     ],
 )
 def test_a_missing_or_partial_cell_gives_missing_runs(check, drop):
     missing = {name: rates for name, rates in GOOD.items() if name != drop}
-    assert verdict(check, ablations=missing) == paper_claims.MISSING
+    assert verdict(check, ablations=missing) == checks.MISSING
     partial = {**GOOD, drop: GOOD.get(drop, near(0.9))[:-1]}
     claim = check(evidence(partial))
-    assert claim.verdict == paper_claims.MISSING
+    assert claim.verdict == checks.MISSING
     assert any("14 of 15 seeds (missing seed 14)" in note for note in claim.notes)
 
 
 def test_a_sweep_point_never_run_is_left_out_with_a_note():
     sweep = {name: rates for name, rates in GOOD.items() if name != "lambda0/lambda0=0.75"}
-    claim = paper_claims.lambda0_concave(evidence(sweep))
-    assert claim.verdict == paper_claims.HOLDS
+    claim = checks.lambda0_concave(evidence(sweep))
+    assert claim.verdict == checks.HOLDS
     assert any("lambda0=0.75 was not run" in note for note in claim.notes)
 
 
 def test_concavity_compares_the_middle_point_with_both_ends():
-    claim = paper_claims.lambda0_concave(evidence(GOOD))
+    claim = checks.lambda0_concave(evidence(GOOD))
     compared = [name for name, _ in claim.comparisons]
     assert compared == ["lambda0=0.5 − lambda0=0", "lambda0=0.5 − lambda0=1"]
     # The middle beats lambda0 = 0 inside the noise: the sweep is not shown concave, nor shown not to be.
     noisy = {**GOOD, "lambda0/lambda0=0": cycle([0.05, 0.3, 0.55]), "detector/uniform": cycle([0.3, 0.28, 0.32])}
-    assert paper_claims.lambda0_concave(evidence(noisy)).verdict == paper_claims.INCONCLUSIVE
+    assert checks.lambda0_concave(evidence(noisy)).verdict == checks.INCONCLUSIVE
 
 
 def test_the_right_direction_inside_the_noise_is_inconclusive():
     # uniform ahead by 12 points, behind by 10, level, in turn: +0.7 points on average, nowhere near shown
     close = {**GOOD, "detector/random": cycle([0.55, 0.7, 0.85]), "detector/uniform": cycle([0.67, 0.6, 0.85])}
-    claim = paper_claims.detector_order(evidence(close))
-    assert claim.verdict == paper_claims.INCONCLUSIVE
+    claim = checks.detector_order(evidence(close))
+    assert claim.verdict == checks.INCONCLUSIVE
     assert "→ inconclusive" in claim.numbers[-4]  # uniform − random, before entropy − uniform and its power
 
 
 def test_the_wrong_direction_inside_the_noise_is_inconclusive_not_contradicted():
     # uniform below random on the mean, but the interval straddles zero.
     close = {**GOOD, "detector/random": cycle([0.6, 0.7, 0.8]), "detector/uniform": cycle([0.5, 0.72, 0.82])}
-    claim = paper_claims.detector_order(evidence(close))
+    claim = checks.detector_order(evidence(close))
     comparison = dict(claim.comparisons)["uniform − random"]
     assert comparison.estimate < 0 < comparison.high
-    assert claim.verdict == paper_claims.INCONCLUSIVE
+    assert claim.verdict == checks.INCONCLUSIVE
 
 
 def comparison(differences: np.ndarray) -> Comparison:
@@ -186,94 +187,94 @@ def comparison(differences: np.ndarray) -> Comparison:
 @pytest.mark.parametrize(
     ("differences", "expected"),
     [
-        (np.full(15, 0.3), paper_claims.HOLDS),
-        (np.full(15, 0.05), paper_claims.HOLDS),  # every seed agrees: p = 2^-15, a shift of any size
-        (np.full(15, -0.3), paper_claims.CONTRADICTED),
-        (np.array([0.3, -0.3] * 7 + [0.3]), paper_claims.INCONCLUSIVE),
+        (np.full(15, 0.3), checks.HOLDS),
+        (np.full(15, 0.05), checks.HOLDS),  # every seed agrees: p = 2^-15, a shift of any size
+        (np.full(15, -0.3), checks.CONTRADICTED),
+        (np.array([0.3, -0.3] * 7 + [0.3]), checks.INCONCLUSIVE),
     ],
 )
 def test_greater_is_decided_by_its_test(differences, expected):
-    verdict, text = paper_claims.test(comparison(differences), GREATER)
+    verdict, text = checks.test(comparison(differences), GREATER)
     assert verdict == expected
-    if expected != paper_claims.INCONCLUSIVE:
+    if expected != checks.INCONCLUSIVE:
         assert "rests on: exact under the sharp null; a gain in the mean assumes a shift" in text
 
 
 @pytest.mark.parametrize(
     ("differences", "assume", "expected", "detail"),
     [
-        (np.zeros(15), SHIFT, paper_claims.HOLDS, "equivalent within ±3 pts (TOST)"),
-        (np.zeros(15), NONE, paper_claims.INCONCLUSIVE, "any-shape 95% interval for the mean"),
-        (np.zeros(120), NONE, paper_claims.HOLDS, "rests on: shape-free"),
-        (np.full(15, -0.3), SHIFT, paper_claims.HOLDS, "gain below +3 pts"),
-        (np.array([0.1, -0.1] * 7 + [0.0]), SHIFT, paper_claims.INCONCLUSIVE, "95% shift interval ["),
-        (np.full(15, 0.3), SHIFT, paper_claims.CONTRADICTED, "rests on: assumes a shift with symmetric noise"),
+        (np.zeros(15), SHIFT, checks.HOLDS, "equivalent within ±3 pts (TOST)"),
+        (np.zeros(15), NONE, checks.INCONCLUSIVE, "any-shape 95% interval for the mean"),
+        (np.zeros(120), NONE, checks.HOLDS, "rests on: shape-free"),
+        (np.full(15, -0.3), SHIFT, checks.HOLDS, "gain below +3 pts"),
+        (np.array([0.1, -0.1] * 7 + [0.0]), SHIFT, checks.INCONCLUSIVE, "95% shift interval ["),
+        (np.full(15, 0.3), SHIFT, checks.CONTRADICTED, "rests on: assumes a shift with symmetric noise"),
     ],
 )
 def test_does_not_help_is_a_one_sided_test_against_the_margin(differences, assume, expected, detail):
     # Shape-free, all seeds equal (collapsed) say nothing before 99 seeds: 0.97^-n >= 20.
-    verdict, text = paper_claims.test(comparison(differences), NO_GAIN, assume=assume)
+    verdict, text = checks.test(comparison(differences), NO_GAIN, assume=assume)
     assert verdict == expected
     assert detail in text
 
 
 def test_a_claims_parts_are_tested_at_alpha_over_their_number():
     differences = np.array([0.3] * 6 + [-0.01])  # p = 2 / 2^7 = 1.6%: at most 2.5% a side, not 1.25%
-    assert paper_claims.test(comparison(differences), GREATER)[0] == paper_claims.HOLDS
-    verdict, text = paper_claims.test(comparison(differences), GREATER, parts=2)
-    assert verdict == paper_claims.INCONCLUSIVE
+    assert checks.test(comparison(differences), GREATER)[0] == checks.HOLDS
+    verdict, text = checks.test(comparison(differences), GREATER, parts=2)
+    assert verdict == checks.INCONCLUSIVE
     assert "97.5% shift interval" in text
     # Six seeds reach 2.5% a side (2^-6) but not 1.25%: one line instead of a verdict.
-    verdict, text = paper_claims.test(comparison(np.full(6, 0.3)), GREATER, parts=2)
-    assert verdict == paper_claims.INCONCLUSIVE
+    verdict, text = checks.test(comparison(np.full(6, 0.3)), GREATER, parts=2)
+    assert verdict == checks.INCONCLUSIVE
     assert text.startswith("not tested: with 6 seeds no exact test reaches 1.25% a side")
 
 
 @pytest.mark.parametrize(
     ("verdicts", "expected"),
     [
-        ([paper_claims.HOLDS, paper_claims.HOLDS], paper_claims.HOLDS),
-        ([paper_claims.HOLDS, paper_claims.INCONCLUSIVE], paper_claims.INCONCLUSIVE),
-        ([paper_claims.INCONCLUSIVE, paper_claims.MISSING], paper_claims.MISSING),
-        ([paper_claims.HOLDS, paper_claims.MISSING, paper_claims.CONTRADICTED], paper_claims.CONTRADICTED),
-        ([paper_claims.EQUIVALENT, paper_claims.INCONCLUSIVE], paper_claims.INCONCLUSIVE),
-        ([paper_claims.EQUIVALENT, paper_claims.HOLDS], paper_claims.INCONCLUSIVE),
-        ([paper_claims.EQUIVALENT, paper_claims.EQUIVALENT], paper_claims.EQUIVALENT),
-        ([], paper_claims.MISSING),
+        ([checks.HOLDS, checks.HOLDS], checks.HOLDS),
+        ([checks.HOLDS, checks.INCONCLUSIVE], checks.INCONCLUSIVE),
+        ([checks.INCONCLUSIVE, checks.MISSING], checks.MISSING),
+        ([checks.HOLDS, checks.MISSING, checks.CONTRADICTED], checks.CONTRADICTED),
+        ([checks.EQUIVALENT, checks.INCONCLUSIVE], checks.INCONCLUSIVE),
+        ([checks.EQUIVALENT, checks.HOLDS], checks.INCONCLUSIVE),
+        ([checks.EQUIVALENT, checks.EQUIVALENT], checks.EQUIVALENT),
+        ([], checks.MISSING),
     ],
 )
 def test_a_composite_claim_is_contradicted_by_any_part_and_holds_when_all_do(verdicts, expected):
-    assert paper_claims.combine(verdicts) == expected
+    assert checks.combine(verdicts) == expected
 
 
 @pytest.mark.parametrize(
     ("main", "expected"),
     [
-        ({"grpo": near(0.1), "gigpo": near(0.5), "gaca": near(0.9)}, paper_claims.HOLDS),
-        ({"grpo": near(0.5), "gigpo": near(0.1), "gaca": near(0.9)}, paper_claims.CONTRADICTED),
-        ({"grpo": near(0.1), "gigpo": near(0.5)}, paper_claims.MISSING),
-        ({}, paper_claims.MISSING),
+        ({"grpo": near(0.1), "gigpo": near(0.5), "gaca": near(0.9)}, checks.HOLDS),
+        ({"grpo": near(0.5), "gigpo": near(0.1), "gaca": near(0.9)}, checks.CONTRADICTED),
+        ({"grpo": near(0.1), "gigpo": near(0.5)}, checks.MISSING),
+        ({}, checks.MISSING),
     ],
 )
 def test_main_order(main, expected):
-    assert verdict(paper_claims.main_order, main=main) == expected
+    assert verdict(checks.main_order, main=main) == expected
 
 
 @pytest.mark.parametrize(
     ("diag", "expected"),
     [
-        (diagnostics(), paper_claims.HOLDS),
-        (diagnostics(lambda_mean=0.6), paper_claims.CONTRADICTED),
-        (diagnostics(clamp=0.03), paper_claims.CONTRADICTED),
-        (diagnostics(seeds=2), paper_claims.MISSING),
+        (diagnostics(), checks.HOLDS),
+        (diagnostics(lambda_mean=0.6), checks.CONTRADICTED),
+        (diagnostics(clamp=0.03), checks.CONTRADICTED),
+        (diagnostics(seeds=2), checks.MISSING),
     ],
 )
 def test_gate_in_linear_regime(diag, expected):
-    assert verdict(paper_claims.gate_in_linear_regime, main={"gaca": near(0.9)}, diag=diag) == expected
+    assert verdict(checks.gate_in_linear_regime, main={"gaca": near(0.9)}, diag=diag) == expected
 
 
 def test_numbers_intervals_pairing_and_power_are_reported():
-    claim = paper_claims.detector_order(evidence(GOOD))
+    claim = checks.detector_order(evidence(GOOD))
     assert claim.numbers[0].startswith("random: 2.00 ± 0.66 [")
     difference = re.search(
         r"entropy − uniform: \+(\d+\.\d+) pts .* 97.5% shift interval \[\+(\d+\.\d+), \+(\d+\.\d+)\] \(sign-flip\)",
@@ -297,12 +298,10 @@ def test_numbers_intervals_pairing_and_power_are_reported():
 def test_claims_md_of_the_report(report):
     text = (report.out / "claims.md").read_text()
     verdicts = dict(re.findall(r"\| \d \| (.+?) \| \*\*(.+?)\*\* \|", text))
-    assert (
-        verdicts["Detector: random < uniform < entropy (Section 4.3)"] == paper_claims.MISSING
-    )  # uniform: 2 of 3 seeds
+    assert verdicts["Detector: random < uniform < entropy (Section 4.3)"] == checks.MISSING  # uniform: 2 of 3 seeds
     assert (
         verdicts["The mean lambda equals lambda0 and under 1% of steps sit at a clamp (Section 4.4, Table 7)"]
-        == paper_claims.HOLDS
+        == checks.HOLDS
     )
     assert "note: lambda0=0.75 was not run" in text
     assert "## Sample efficiency" in text
@@ -318,11 +317,11 @@ def test_a_block_of_one_seed_is_read_without_intervals_and_says_why():
     for variant, rate in (("random", 0.3), ("uniform", 0.5), ("entropy", 0.9)):
         key = PLAN.cell(get_block("detector").variant(variant), BLOCKS.ablation_environment, BLOCKS.ablation_scale)
         cells[key] = dataclasses.replace(result(key, [rate]), expected=one)
-    world = paper_claims.Evidence(PLAN, cells, diagnostics(lambda_mean=0.43, clamp=0.08, seeds=1))
+    world = checks.Evidence(PLAN, cells, diagnostics(lambda_mean=0.43, clamp=0.08, seeds=1))
 
-    detector = paper_claims.detector_order(world)
-    gate = paper_claims.gate_in_linear_regime(world)
-    assert detector.verdict == gate.verdict == paper_claims.INCONCLUSIVE
+    detector = checks.detector_order(world)
+    gate = checks.gate_in_linear_regime(world)
+    assert detector.verdict == gate.verdict == checks.INCONCLUSIVE
     assert detector.numbers[0] == "random: 30.00 (n=1)"  # no interval: neither NaN nor clipped to [0, 100]
     assert "power of entropy − uniform: not estimable with one seed (no seed-level variance)" in detector.numbers
     where = f"{BLOCKS.ablation_environment}/{BLOCKS.ablation_scale}"
@@ -331,6 +330,4 @@ def test_a_block_of_one_seed_is_read_without_intervals_and_says_why():
         f"diag/clamp_frac {where}: 0.0800 (n=1; no interval with one seed) → inconclusive",
     ]
     assert claims_text.ONE_SEED_POWER in claims_text.markdown([detector, gate], [], None)
-    assert claims_text.ONE_SEED_POWER not in claims_text.markdown(
-        [paper_claims.detector_order(evidence(GOOD))], [], None
-    )
+    assert claims_text.ONE_SEED_POWER not in claims_text.markdown([checks.detector_order(evidence(GOOD))], [], None)

@@ -7,8 +7,8 @@ import pytest
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
-from analysis import collect
-from analysis.synthetic import SyntheticRun, log_runs
+from analysis.benches.synthetic import SyntheticRun, log_runs
+from analysis.runs import collect
 
 
 def test_runs_frame_reads_only_the_experiment_and_parses_params(store):

@@ -8,11 +8,12 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from analysis import paper_claims, stats
-from analysis.block_rows import get_block
-from analysis.cells import CellKey, CellResult, Plan, compare
-from analysis.comparison import PAIRED_SEEDS, PAIRED_TASKS, UNPAIRED, Comparison, power_line
-from analysis.sequential_design import GREATER, NO_GAIN
+from analysis.claims import checks
+from analysis.runs.blocks import get_block
+from analysis.runs.cells import CellKey, CellResult, Plan, compare
+from analysis.stats import basic
+from analysis.stats.comparison import PAIRED_SEEDS, PAIRED_TASKS, UNPAIRED, Comparison, power_line
+from analysis.stats.sequential import GREATER, NO_GAIN
 
 TASKS = 40
 
@@ -79,8 +80,8 @@ def test_one_shared_seed_gives_no_interval():
     assert comparison.pairing == PAIRED_TASKS and not comparison.estimable
     assert np.isnan(comparison.minimum_detectable_effect) and comparison.seeds_needed(0.03) is None
     for kind in (GREATER, NO_GAIN):
-        verdict, detail = paper_claims.test(comparison, kind)
-        assert verdict == paper_claims.INCONCLUSIVE and "no interval with one seed" in detail
+        verdict, detail = checks.test(comparison, kind)
+        assert verdict == checks.INCONCLUSIVE and "no interval with one seed" in detail
 
 
 def test_pairing_uses_the_shared_seeds_only():
@@ -123,7 +124,7 @@ def test_power_follows_the_seeds_found():
     five = compare(cell("a", [10, 22, 34, 16, 28]), cell("b", [8, 21, 31, 15, 27]))
     assert five.seeds == 5 and three.seeds == 3
     # The seed level binds here: per-seed differences 2, 1, 3 (and 1, 1) tasks of 40.
-    assert three.minimum_detectable_effect == pytest.approx(stats.minimum_detectable_effect(three.levels, 3))
+    assert three.minimum_detectable_effect == pytest.approx(basic.minimum_detectable_effect(three.levels, 3))
     assert three.minimum_detectable_effect > 5.65 * np.sqrt(three.variance / 3)  # noncentral t, 2 df
     assert three.seeds_needed(three.minimum_detectable_effect * (1 + 1e-9)) == 3
     assert five.seeds_needed(five.minimum_detectable_effect * (1 + 1e-9)) == 5

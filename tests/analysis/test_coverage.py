@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 
-from analysis.cells import CellKey, CellResult, compare
-from analysis.comparison import PAIRED_TASKS, UNPAIRED
+from analysis.runs.cells import CellKey, CellResult, compare
+from analysis.stats.comparison import PAIRED_TASKS, UNPAIRED
 
 TASKS = 128
 BASE = 0.4

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 import torch
 
-from analysis import figures
-from analysis.block_rows import report_blocks
-from analysis.cells import CellKey, CellResult, Plan
+from analysis.render import figures
+from analysis.runs.blocks import report_blocks
+from analysis.runs.cells import CellKey, CellResult, Plan
 
 STEMS = (
     "fig2ab_learning_curves",
@@ -82,7 +82,7 @@ def test_the_overflow_bin_is_drawn_as_a_marked_last_bin(tmp_path, monkeypatch):
 
 
 def test_learning_curves_have_a_95_percent_band_per_row(report, monkeypatch, tmp_path):
-    from analysis.cells import mean_curve
+    from analysis.runs.cells import mean_curve
 
     curves = pd.DataFrame(
         {

@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis import horizon
-from analysis.block_rows import DEFAULT_CONFIG
+from analysis.render import horizon
+from analysis.runs.blocks import DEFAULT_CONFIG
 
 
 def run(method, horizon_steps, seed, final, status="FINISHED", env="errand", **params):

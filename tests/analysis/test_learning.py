@@ -3,8 +3,8 @@
 import pytest
 from mlflow.tracking import MlflowClient
 
-from analysis import learning
-from analysis.synthetic import SyntheticRun, log_runs
+from analysis.benches.synthetic import SyntheticRun, log_runs
+from analysis.studies import learning
 
 # (method, seed) -> (initial, final) evaluation success on 16 tasks
 KNOWN = {

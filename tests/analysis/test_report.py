@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import latex
+from analysis.render import latex
 from analysis.report import main
 
 
@@ -114,8 +114,8 @@ def test_the_pdf_lists_what_it_left_out_and_why(run_report):
 def test_the_ablations_are_read_where_their_runs_are(tmp_path):
     from mlflow.tracking import MlflowClient
 
-    from analysis.block_rows import get_block
-    from analysis.synthetic import SyntheticRun, log_runs
+    from analysis.benches.synthetic import SyntheticRun, log_runs
+    from analysis.runs.blocks import get_block
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     detector = get_block("detector")
@@ -147,8 +147,8 @@ def test_where_pins_the_setting_a_report_reads(tmp_path, capsys):
     the other with --where; a key no run logs and a malformed item are one-line errors."""
     from mlflow.tracking import MlflowClient
 
-    from analysis.block_rows import get_block
-    from analysis.synthetic import SyntheticRun, log_runs
+    from analysis.benches.synthetic import SyntheticRun, log_runs
+    from analysis.runs.blocks import get_block
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     settings = {0.01: (0.5, (0, 1, 2)), 0.1: (0.8, (0, 1))}  # kl_coef: (final success, seeds)

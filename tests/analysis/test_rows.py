@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis import figures
-from analysis.block_rows import DEFAULT_CONFIG, baseline_method, canonical_config, default_method, report_blocks
-from gaca.orchestration import block_files
+from analysis.render import figures
+from analysis.runs.blocks import DEFAULT_CONFIG, baseline_method, canonical_config, default_method, report_blocks
+from gaca.compose import blocks as block_files
 
 DETECTOR_WITH_GIGPO = """\
 block: detector

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.sensitivity import main, render, restrict_seeds, select, sensitivity, with_auc
+from analysis.studies.sensitivity import main, render, restrict_seeds, select, sensitivity, with_auc
 
 
 def test_two_settings_by_hand():

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from analysis.sequential_design import Schedule
-from analysis.synthetic import SyntheticRun, log_runs
+from analysis.benches.synthetic import SyntheticRun, log_runs
+from analysis.stats.sequential import Schedule
 from gaca.contract import TAG_SEQUENTIAL
 
 from .conftest import Store, make_report
@@ -69,7 +69,7 @@ def test_the_report_states_the_design_and_takes_its_verdicts(sequential_store, t
     # One comparison undecided: the claim is inconclusive under the design, whatever the fixed-n one says.
     assert "| Detector: random < uniform < entropy (Section 4.3) | **inconclusive** |" in text
     assert "Sequential design of detector" in report.stdout
-    from analysis.claims_text import SEQUENTIAL_VERDICTS
+    from analysis.render.claims import SEQUENTIAL_VERDICTS
 
     assert SEQUENTIAL_VERDICTS in (tmp_path / "tables" / "claims.tex").read_text()
 
@@ -130,7 +130,8 @@ def test_table_2_gives_a_sequential_block_the_interval_of_its_test(sequential_st
 
     import numpy as np
 
-    from analysis import sequential_design, tables
+    from analysis.render import tables
+    from analysis.stats import sequential
 
     store, schedule = sequential_store
     report = make_report(store, tmp_path, "detector", "--no-pdf")
@@ -141,6 +142,6 @@ def test_table_2_gives_a_sequential_block_the_interval_of_its_test(sequential_st
     low, high = (float(x) for x in re.search(r"\[([-+0-9.]+), ([-+0-9.]+)\]\^\{s\}", uniform).groups())
     # uniform − entropy over the 9 paired seeds, at the design's 95%: its sign-flip test inverted at its looks.
     differences = np.array(SUCCESS["uniform"]) - np.array(SUCCESS["entropy"])
-    expected = sequential_design.interval(differences, schedule.alpha, schedule)
+    expected = sequential.interval(differences, schedule.alpha, schedule)
     assert (low, high) == pytest.approx((100 * expected[0], 100 * expected[1]), abs=0.006)
     assert low < 100 * differences.mean() < high

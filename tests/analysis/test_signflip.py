@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from analysis import signflip
+from analysis.stats import signflip
 
 
 def test_p_value_by_hand():

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
-from analysis import stability
-from analysis.synthetic import SyntheticRun, log_runs
+from analysis.benches.synthetic import SyntheticRun, log_runs
+from analysis.studies import stability
 from gaca import contract
 
 # kl_coef -> seed -> (start, final) evaluation success on 16 tasks

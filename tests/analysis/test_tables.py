@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import latex
-from analysis.block_rows import report_blocks
+from analysis.render import latex
+from analysis.runs.blocks import report_blocks
 
 MEAN_STD = re.compile(r"\$(?:\\mathbf\{)?(\d+\.\d+) \\pm (\d+\.\d+)")
 
@@ -182,9 +182,9 @@ def test_a_block_of_one_seed_shows_no_interval_for_its_cells_or_differences():
     half width was once clipped to [0, 100]), with the note saying why."""
     import math
 
-    from analysis.block_rows import get_block
-    from analysis.cells import CellResult, Plan, empty_result
-    from analysis.tables import NOT_ESTIMABLE, ablation_table
+    from analysis.render.tables import NOT_ESTIMABLE, ablation_table
+    from analysis.runs.blocks import get_block
+    from analysis.runs.cells import CellResult, Plan, empty_result
 
     blocks = report_blocks()
     plan = Plan((get_block("detector"),), scale="tiny")

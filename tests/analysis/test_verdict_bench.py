@@ -11,11 +11,11 @@ from importlib import resources
 
 import pytest
 
-from analysis import verdict_bench
-from analysis.sequential_design import NONE, SHIFT
+from analysis.benches import verdicts
+from analysis.stats.sequential import NONE, SHIFT
 from gaca import cli
 
-WORLDS = verdict_bench.parse_worlds(resources.files("analysis").joinpath("data/verdict_worlds.json").read_text())
+WORLDS = verdicts.parse_worlds(resources.files("analysis").joinpath("data/verdict_worlds.json").read_text())
 BY_NAME = {world.name: world for world in WORLDS}
 REPLICATES = 1000
 TOLERANCE = 3 * math.sqrt(0.025 * 0.975 / REPLICATES)
@@ -29,7 +29,7 @@ SYMMETRIC_NULLS = (
 
 
 def rows(names, seeds):
-    found = verdict_bench.simulate([BY_NAME[name] for name in names], seeds, REPLICATES, assume=(SHIFT,))
+    found = verdicts.simulate([BY_NAME[name] for name in names], seeds, REPLICATES, assume=(SHIFT,))
     return {(r.world, r.test, r.design, r.seeds): r for r in found}
 
 
@@ -73,7 +73,7 @@ def test_csv_rows_for_every_world_design_and_seed_count(tmp_path, capsys):
         table[0]
     )
     assert {(r["test"], r["assume"], r["design"]) for r in table} == {
-        (test, mode, design) for test, mode in verdict_bench.TESTS for design in ("fixed", "sequential")
+        (test, mode, design) for test, mode in verdicts.TESTS for design in ("fixed", "sequential")
     }
     assert all(0.0 <= float(r[c]) <= 1.0 for r in table for c in ("holds", "contradicted", "equivalent"))
     status, out, _ = run(capsys, "--worlds", str(worlds), "--seeds", "6", "--replicates", "20", "--assume", NONE)
@@ -125,6 +125,6 @@ def test_the_symmetry_e_process_keeps_its_level_and_decides_agreeing_seeds():
 
     rng = np.random.default_rng(3)
     null = rng.normal(0.0, 0.1, (2000, 15)) * rng.choice([-1.0, 1.0], (2000, 15))
-    assert verdict_bench.symmetry_eprocess(null, (3, 6, 9, 12, 15), 0.025).mean() <= 0.025
-    assert verdict_bench.symmetry_eprocess(np.full((1, 15), 0.3), (3, 6, 9, 12, 15), 0.025)[0]
-    assert not verdict_bench.symmetry_eprocess(np.full((1, 15), -0.3), (3, 6, 9, 12, 15), 0.025)[0]
+    assert verdicts.symmetry_eprocess(null, (3, 6, 9, 12, 15), 0.025).mean() <= 0.025
+    assert verdicts.symmetry_eprocess(np.full((1, 15), 0.3), (3, 6, 9, 12, 15), 0.025)[0]
+    assert not verdicts.symmetry_eprocess(np.full((1, 15), -0.3), (3, 6, 9, 12, 15), 0.025)[0]

@@ -34,8 +34,8 @@ CHECK = """
 import json, sys
 import gaca
 from gaca.estimators import AdvantageConfig, compute_advantages
-from gaca.orchestration.block_files import expand, load_block
-from analysis.block_rows import get_block
+from gaca.compose.blocks import expand, load_block
+from analysis.runs.blocks import get_block
 
 runs = expand(load_block("detector"), [])
 block = get_block("detector")
@@ -142,3 +142,91 @@ def test_the_doc_estimator_is_a_row_of_the_detector_block(installed):
     (row,) = [row for row in found["rows"] if row[2] == NAME]
     assert LABEL in row[1], row  # labelled from the estimator's spec, not as a second "entropy" row
     assert len({label for _, label, _ in found["rows"]}) == len(found["rows"]), found["rows"]
+
+
+SETTING = {"env": "household", "scale": "tiny", "preset": "quick", "tasks": 16}
+STORE_ROWS = {
+    # (method, config overrides) -> final success of seeds 0, 1, 2: Table 1's methods, the detector
+    # block's rows and three lambda0 weights, so that Tables 1, 2 and 7 all have cells
+    ("grpo", ()): [0.5, 0.5625, 0.625],
+    ("gigpo", ()): [0.6875, 0.75, 0.8125],
+    ("gaca", ()): [0.875, 0.9375, 1.0],
+    ("gaca", (("algorithm.detector", "uniform"),)): [0.8125, 0.875, 0.875],
+    ("gaca", (("algorithm.detector", "random"),)): [0.6875, 0.75, 0.8125],
+    ("gaca", (("algorithm.lambda0", 0.0), ("algorithm.alpha_lambda", 0.0), ("algorithm.beta_lambda", 0.0))): [
+        0.625,
+        0.6875,
+        0.75,
+    ],
+}
+"""Synthetic finals: what the tables show does not matter here, only that adding a row changes nothing else."""
+FAST_BLOCK_TESTS = (
+    "tests/test_architecture.py",
+    "tests/orchestration/test_sweep_cli.py",
+    "tests/orchestration/test_blocks.py",
+    "tests/orchestration/test_plan.py",
+    "tests/analysis/test_blocks.py",
+    "tests/analysis/test_rows.py",
+)
+"""The fast tests that read the block files (sweeps/*.yaml) or the import graph."""
+
+
+def synthetic_store(folder: Path) -> str:
+    from mlflow.tracking import MlflowClient
+
+    from analysis.benches.synthetic import SyntheticRun, log_runs
+
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    runs = [
+        SyntheticRun(method=method, seed=seed, overrides=dict(overrides), final_success=success, **SETTING)
+        for (method, overrides), finals in STORE_ROWS.items()
+        for seed, success in enumerate(finals)
+    ]
+    log_runs(MlflowClient(uri), "gaca", runs)
+    return uri
+
+
+def report_tables(env: dict[str, str], cwd: Path, uri: str, out: Path) -> dict[str, list[str]]:
+    run([sys.executable, "-m", "gaca.cli", "report", "--no-pdf", "--tracking-uri", uri, "--out", str(out)], env, cwd)
+    return {path.name: path.read_text().splitlines() for path in sorted((out / "tables").glob("*.tex"))}
+
+
+@pytest.mark.slow
+def test_a_row_added_to_the_detector_block_changes_nothing_else(tmp_path: Path):
+    """docs/extending.md steps 1-3 in a copy of the repository: the block's dry run lists the new runs,
+    the fast tests that read the block files stay green, and the report's tables equal the unchanged
+    tree's except for the new row of Table 2."""
+    repo = in_repository(tmp_path)
+    for part in ("tests", "docs"):
+        shutil.rmtree(repo / part, ignore_errors=True)
+        shutil.copytree(ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
+    changed, unchanged = environment(repo), environment(ROOT)
+
+    dry_run = [
+        sys.executable,
+        "-m",
+        "gaca.cli",
+        "sweep",
+        "detector",
+        "--dry-run",
+        f"tracking.uri=sqlite:///{tmp_path}/x.db",
+    ]
+    dry, plain = run(dry_run, changed, repo), run(dry_run, unchanged, ROOT)
+    assert dry.count("to run") == plain.count("to run") + 3 and f"algorithm={NAME}" in dry, dry
+
+    tests = run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow", *FAST_BLOCK_TESTS],
+        changed,
+        repo,
+    )
+    assert re.search(r"\d+ passed", tests) and "failed" not in tests, tests[-2000:]
+
+    uri = synthetic_store(tmp_path)
+    old = report_tables(unchanged, ROOT, uri, tmp_path / "old")
+    new = report_tables(changed, repo, uri, tmp_path / "new")
+    assert set(old) == set(new) and "table2_ablations.tex" in new
+    for name in old:
+        added = [line for line in new[name] if line not in old[name]]
+        assert [line for line in old[name] if line not in new[name]] == [], name
+        assert all(LABEL in line for line in added), (name, added)
+        assert bool(added) == (name == "table2_ablations.tex"), (name, added)

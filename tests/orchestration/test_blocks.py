@@ -16,10 +16,10 @@ import yaml
 from omegaconf import OmegaConf
 
 from gaca.compose import CONF_DIR
+from gaca.compose.blocks import SWEEPS_DIR, block_names, expand, load_block, load_blocks
+from gaca.compose.session import HydraSession
 from gaca.contract import SEEDS
-from gaca.orchestration.block_files import SWEEPS_DIR, block_names, expand, load_block, load_blocks
 from gaca.orchestration.plan import plan_runs
-from gaca.orchestration.session import HydraSession
 from gaca.policy.config import MODEL_PRESETS
 from gaca.tracking.identity import run_key
 

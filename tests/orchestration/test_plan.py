@@ -8,9 +8,9 @@ from pathlib import Path
 from hydra.core.global_hydra import GlobalHydra
 
 from gaca.compose import validate
-from gaca.orchestration.block_files import load_blocks
+from gaca.compose.blocks import load_blocks
+from gaca.compose.session import HydraSession
 from gaca.orchestration.plan import plan_runs
-from gaca.orchestration.session import HydraSession
 from gaca.tracking.identity import run_key
 
 

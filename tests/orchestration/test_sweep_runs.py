@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from gaca.compose.blocks import expand, load_block
+
 from .conftest import (
     EVAL_STEPS,
     TINY,
@@ -27,8 +29,10 @@ from .conftest import (
 
 pytestmark = pytest.mark.slow
 
-NINE_AT_ONCE = ["detector", *TINY, "hydra.sweeper.max_batch_size=9"]
-"""The detector block (9 runs), every job started at once."""
+DETECTOR_RUNS = len(expand(load_block("detector"), list(TINY)))
+"""The detector block's runs (9 today), counted from its file so that a row added there keeps these true."""
+NINE_AT_ONCE = ["detector", *TINY, f"hydra.sweeper.max_batch_size={DETECTOR_RUNS}"]
+"""The detector block, every job started at once."""
 PLACEMENT_PARAMS = ("tracking.uri", "output_dir")
 """Params that name where a run was logged or written, so differ between working folders."""
 
@@ -65,21 +69,21 @@ def assert_complete(runs: dict[str, LoggedRun]) -> None:
 def test_nine_concurrent_jobs_on_sqlite_lose_no_run_param_or_metric_point(reference):
     folder, result, runs = reference
     assert result.returncode == 0, result.stderr
-    assert "detector: 9 of 9 launched runs done, 0 failed" in result.stdout
-    assert len(runs) == 9
+    assert f"detector: {DETECTOR_RUNS} of {DETECTOR_RUNS} launched runs done, 0 failed" in result.stdout
+    assert len(runs) == DETECTOR_RUNS
     assert_complete(runs)
     assert len({len(run.params) for run in runs.values()}) == 1  # no run lost a param
-    assert "launching 9 jobs through submitit_local (at most 9 at once)" in result.stdout
+    assert f"launching {DETECTOR_RUNS} jobs through submitit_local (at most {DETECTOR_RUNS} at once)" in result.stdout
     assert {run.tags["gaca.block"] for run in runs.values()} == {"detector"}
 
     rerun = gaca("sweep", *NINE_AT_ONCE, cwd=folder)
     assert rerun.returncode == 0, rerun.stderr
-    assert rerun.stdout.count("skip (done)") == 9 and "nothing to launch" in rerun.stdout
+    assert rerun.stdout.count("skip (done)") == DETECTOR_RUNS and "nothing to launch" in rerun.stdout
     assert set(by_key(logged_runs(sqlite_uri(folder)))) == set(runs)
 
     status = gaca("status", "detector", *TINY, cwd=folder)
     assert status.returncode == 0, status.stderr
-    assert sum(line[:1].isdigit() and " done " in line for line in status.stdout.splitlines()) == 9
+    assert sum(line[:1].isdigit() and " done " in line for line in status.stdout.splitlines()) == DETECTOR_RUNS
 
 
 def test_nine_concurrent_jobs_through_an_mlflow_server_log_what_sqlite_logged(reference, tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from gaca.tracking import backup
+from gaca.tracking import backup, restore
 from gaca.tracking.store import LOCK_SUFFIX, StoreUnavailable, check_store, prepare_store
 
 WRITER = textwrap.dedent(
@@ -101,14 +101,14 @@ def test_rotation_keeps_the_newest_and_restore_brings_one_back(tmp_path: Path):
     client = MlflowClient(uri)
     client.create_run(client.get_experiment_by_name("gaca").experiment_id)  # a run after the backups
     os.truncate(database, 4096)
-    chosen, aside = backup.restore(database)
+    chosen, aside = restore.restore(database)
     assert chosen.name == names[-1]
     check_store(uri)
     assert backup.run_counts(database) == {"FINISHED": 2}
     assert aside is not None and aside.exists() and aside.name.startswith("mlflow.db.replaced-")
     assert [b.name for b in backup.backups(database)] == kept  # the moved-aside store is no backup
     with pytest.raises(FileNotFoundError, match="no backup named 'nope'"):
-        backup.restore(database, "nope")
+        restore.restore(database, "nope")
 
 
 def test_restore_refuses_while_a_process_uses_the_store(tmp_path: Path):
@@ -128,13 +128,13 @@ def test_restore_refuses_while_a_process_uses_the_store(tmp_path: Path):
     try:
         assert holder.stdout.readline().strip() == "held"
         before = database.read_bytes()
-        with pytest.raises(backup.StoreInUse, match="in use by a running sweep"):
-            backup.restore(database)
+        with pytest.raises(restore.StoreInUse, match="in use by a running sweep"):
+            restore.restore(database)
         assert database.read_bytes() == before
     finally:
         holder.kill()
         holder.wait()
-    backup.restore(database)  # the holder is gone
+    restore.restore(database)  # the holder is gone
 
 
 def test_a_partial_copy_left_by_a_killed_driver_is_removed_and_one_in_progress_is_not(tmp_path: Path):

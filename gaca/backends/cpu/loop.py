@@ -31,7 +31,7 @@ from gaca.backends.cpu.start import initial_policy, prior_accuracy
 from gaca.backends.lifecycle import OpenRun, Stopped, finishing, open_or_skip
 from gaca.backends.result import TrainResult
 from gaca.envs import EnvFamily, make_family
-from gaca.estimators import AdvantageOutput, compute_advantages, mean_token_nll
+from gaca.estimators import AdvantageOutput, mean_token_nll
 from gaca.estimators.registry import ESTIMATORS
 from gaca.policy.model import Policy
 from gaca.tracking.run import RunLogger
@@ -125,17 +125,8 @@ def iteration(
     # 2. Advantages: one row per agent step; H_t from the old policy's sampled tokens.
     began = time.perf_counter()
     old = pad_rows(rows.logprobs, max(len(r) for r in rows.logprobs))
-    advantage = compute_advantages(
-        group=rows.group,
-        traj=rows.traj,
-        step=rows.step,
-        reward=rows.reward,
-        anchor=rows.anchor,
-        nll=mean_token_nll(old, sampled_token_mask(rows, old.shape[1])),
-        config=run.algorithm.reseeded(run.seed, i),
-        invalid=rows.invalid,
-        invalid_penalty=run.env.invalid_penalty,
-    )
+    nll = mean_token_nll(old, sampled_token_mask(rows, old.shape[1]))
+    advantage = rows.steps(nll).advantages(run.algorithm.reseeded(run.seed, i), run.env.invalid_penalty)
     estimator_seconds = time.perf_counter() - began
 
     # 3. PPO update on the batch's step rows.

@@ -21,7 +21,7 @@ import torch
 
 from gaca.backends.config import TrainerConfig
 from gaca.backends.cpu.losses import clipped_policy_loss, low_var_kl, masked_mean
-from gaca.backends.cpu.rollout import StepRows, pad_rows
+from gaca.backends.cpu.rollout import RolloutRows, pad_rows
 from gaca.estimators.tokens import broadcast_to_tokens
 from gaca.policy.logprobs import sequence_logprobs
 from gaca.policy.model import Policy
@@ -63,7 +63,7 @@ def minibatches(n: int, config: TrainerConfig, generator: torch.Generator) -> li
     return batches
 
 
-def distinct_pairs(rows: StepRows) -> list[int]:
+def distinct_pairs(rows: RolloutRows) -> list[int]:
     """[N] the id of each row's (prompt ids, response ids) pair, numbered in order of first appearance;
     rows with one id score the same (constrained decoding's allowed ids are part of the pair)."""
     ids: dict[tuple, int] = {}
@@ -96,7 +96,7 @@ def first_of_each(pairs: Sequence[int]) -> tuple[list[int], torch.Tensor]:
 
 
 def score(
-    model: torch.nn.Module, rows: StepRows, indices: Sequence[int], temperature: float
+    model: torch.nn.Module, rows: RolloutRows, indices: Sequence[int], temperature: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``sequence_logprobs`` of the rows ``indices``: log-probs, entropies, response mask, each [B, R]."""
     return sequence_logprobs(
@@ -108,7 +108,9 @@ def score(
     )
 
 
-def reference_logprobs(reference: Policy, rows: StepRows, indices: Sequence[int], temperature: float) -> torch.Tensor:
+def reference_logprobs(
+    reference: Policy, rows: RolloutRows, indices: Sequence[int], temperature: float
+) -> torch.Tensor:
     """[B, R] log-probs of the rows' responses under the frozen reference policy."""
     with torch.no_grad():
         logprobs, _, _ = score(reference.model, rows, indices, temperature)
@@ -116,7 +118,7 @@ def reference_logprobs(reference: Policy, rows: StepRows, indices: Sequence[int]
 
 
 def distinct_reference_logprobs(
-    reference: Policy, rows: StepRows, firsts: Sequence[int], temperature: float, chunk: int
+    reference: Policy, rows: RolloutRows, firsts: Sequence[int], temperature: float, chunk: int
 ) -> torch.Tensor:
     """[P, R] the reference's log-probs of each distinct pair (row ``firsts[p]``), R the batch's longest
     response; scored in chunks of ``chunk`` pairs of similar length, so that little of a chunk is padding."""
@@ -136,7 +138,7 @@ def ppo_update(
     policy: Policy,
     reference: Policy | None,
     optimizer: torch.optim.Optimizer,
-    rows: StepRows,
+    rows: RolloutRows,
     advantages: torch.Tensor,
     config: TrainerConfig,
     generator: torch.Generator,

@@ -9,14 +9,16 @@ from dataclasses import dataclass, field
 import torch
 
 from gaca.envs import EnvFamily, Observation, VectorEnv
+from gaca.estimators.steps import StepRows
 from gaca.policy.generation import generate
 from gaca.policy.model import Policy
 from gaca.policy.prompt import observation_prompt
 
 
 @dataclass
-class StepRows:
-    """The step rows of a batch of episodes (docs/estimator.md, "Input"), in collection order."""
+class RolloutRows:
+    """The step rows of a batch of episodes in collection order: the estimator's inputs (``steps``)
+    and what the PPO update reads (prompt and response ids, old log-probs, the allowed ids)."""
 
     group: list[int] = field(default_factory=list)
     """Prompt-group id: the index of the task within the batch."""
@@ -36,13 +38,17 @@ class StepRows:
     def __len__(self) -> int:
         return len(self.reward)
 
+    def steps(self, nll: torch.Tensor | None) -> StepRows:
+        """The estimator's input: these rows with ``nll`` [N] as H_t."""
+        return StepRows(self.group, self.traj, self.step, self.reward, self.invalid, self.anchor, nll)
+
 
 def pad_rows(values: Sequence[Sequence[float]], width: int) -> torch.Tensor:
     """[B, width] right-padded with 0."""
     return torch.tensor([list(v) + [0.0] * (width - len(v)) for v in values], dtype=torch.float32)
 
 
-def sampled_token_mask(rows: StepRows, width: int) -> torch.Tensor:
+def sampled_token_mask(rows: RolloutRows, width: int) -> torch.Tensor:
     """[N, width] 1 for the response tokens the policy actually sampled from its distribution, 0 for
     padding and for tokens that constrained decoding forced (a single allowed continuation, log-prob
     0): H_t of Eq. 4 is the mean NLL of the sampled tokens only, so that it does not shrink with the
@@ -65,7 +71,7 @@ class Episode:
 
 @dataclass
 class Rollouts:
-    rows: StepRows
+    rows: RolloutRows
     episodes: list[Episode]
     env_seconds: float
     generation_seconds: float
@@ -108,7 +114,7 @@ def collect_rollouts(
     episodes = [Episode(task_id, k // group_size) for k, task_id in enumerate(envs.task_ids)]
     for k in range(min(transcripts, len(episodes))):
         episodes[k].transcript.append(f"task {episodes[k].task_id}: {observations[k].task}\n{observations[k].text}")
-    rows = StepRows(allowed=[] if policy.config.decoding == "constrained" else None)
+    rows = RolloutRows(allowed=[] if policy.config.decoding == "constrained" else None)
     while any(envs.alive):
         live = [k for k, alive in enumerate(envs.alive) if alive]
         prompts = [observation_prompt(observations[k], histories[k], policy.config) for k in live]

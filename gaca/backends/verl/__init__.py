@@ -1,27 +1,16 @@
-"""gaca's estimators inside verl: a ``verl.plugins`` plugin and an adapter for verl-agent.
+"""The paper-scale path: gaca's estimators in verl and verl-agent, split by the process the code runs in.
 
-- verl 0.9.1 (legacy trainer, ``trainer.use_v1=false``): installing gaca makes
-  ``algorithm.adv_estimator=gaca|gigpo|gaca_grpo`` work, options under ``+algorithm.gaca.*``.
-- verl-agent's own trainer, unmodified: ``python -m gaca.backends.verl.agent_main`` installs the hooks of
-  ``gaca.backends.verl.agent_hooks`` (no critic, ``add_step_index`` after the rollout,
-  ``compute_batch_advantages`` from its ``compute_advantage``) and runs its ``main_ppo``;
-  ``gaca verl-agent check PATH`` checks a checkout.
+- ``launcher``: runs in gaca's process. A ``backend=verl`` run config checked (``checks``) and turned
+  into one verl-agent training job (``job``, ``run_options``), the job's task files and exported
+  starting policy written, the machine checked (``preflight``, ``checkout``), the job run and its
+  metrics published under the tracking contract (``launch``, ``metrics``).
+- ``agent``: runs inside verl's or verl-agent's trainer process (and its Ray workers). The
+  ``verl.plugins`` entry point (``plugin``, ``registration``), the hooks installed in an unmodified
+  verl-agent (``hooks``, started by ``python -m gaca.backends.verl.agent.main``), the step rows read
+  from a verl batch (``batch``) and their advantages (``advantage``), the plugin's options
+  (``options``), gaca's environments served to the trainer (``env_manager``), timing and the CPU
+  patches (``timing``, ``cpu_patches``, ``cpu_site``).
 
-Nothing here imports verl; the batch layout is documented in ``gaca.backends.verl.batch``.
+The launcher imports the agent's names (environment variables, the hooks' output), never the other
+way; nothing here imports verl at module level.
 """
-
-from gaca.backends.verl.advantage import DIAGNOSTICS_KEY, compute_batch_advantages, token_level_advantages
-from gaca.backends.verl.batch import add_step_index
-from gaca.backends.verl.options import ESTIMATOR_METHODS, plugin_options
-from gaca.backends.verl.registration import install_batch_hook, register_estimators
-
-__all__ = [
-    "DIAGNOSTICS_KEY",
-    "ESTIMATOR_METHODS",
-    "add_step_index",
-    "compute_batch_advantages",
-    "install_batch_hook",
-    "plugin_options",
-    "register_estimators",
-    "token_level_advantages",
-]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gaca.envs.errand.house import WALK_NAMES
 from gaca.envs.knobs import check_fraction, check_int
 
 
@@ -41,8 +42,6 @@ class ErrandKnobs:
         check_int("route_length", self.route_length, 1, 60)
         check_int("num_side", self.num_side, 0, 4)
         check_int("show_held", self.show_held, 0, 1)
-        from gaca.envs.errand.world import WALK_NAMES  # noqa: PLC0415  (world imports this module)
-
         if (self.num_goals + self.num_side) * self.route_length > len(WALK_NAMES):
             raise ValueError(
                 f"env.knobs: (num_goals + num_side) x route_length receptacles must be at most {len(WALK_NAMES)} "

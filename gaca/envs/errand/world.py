@@ -5,16 +5,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from gaca.envs.errand.house import MAX_NUMBER, WALK_NAMES, name
 from gaca.envs.errand.knobs import ErrandKnobs
 from gaca.envs.household.lexicon import FILL_TYPES, GOAL_TYPES, OBJECT_TYPES, RECEPTACLE_TYPES
-
-MAX_NUMBER = 9
-"""Receptacles of one type are numbered 1..MAX_NUMBER."""
-
-
-def name(kind: str, number: int) -> str:
-    """ALFWorld's naming: "cabinet 3"."""
-    return f"{kind} {number}"
 
 
 @dataclass(frozen=True)
@@ -42,12 +35,6 @@ class ErrandTask:
     def route(self) -> tuple[str, ...]:
         """The route to the goal."""
         return self.routes[self.ends.index(self.goal)]
-
-
-WALK_NAMES: tuple[str, ...] = tuple(
-    name(kind, number) for number in range(2, MAX_NUMBER + 1) for kind in sorted(set(FILL_TYPES))
-)
-"""The house's receptacles that routes run through, numbered from 2 (a task's start and goal are number 1)."""
 
 
 def _house_layout(

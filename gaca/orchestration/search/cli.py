@@ -37,8 +37,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
+    from gaca.compose.session import HydraSession, split_overrides
     from gaca.orchestration.plan import InvalidRuns
-    from gaca.orchestration.session import HydraSession, split_overrides
 
     args = parse(argv)
     try:

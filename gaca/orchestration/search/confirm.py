@@ -4,7 +4,7 @@ The best trial's value is the maximum over many noisy means, so it is biased upw
 curse). After the study, the best ``confirm.trials`` complete trials (the best and the runner-up by
 default) each train again on ``confirm.seeds`` fresh seeds, the ones after every seed the search
 used, beside GACA's default gate on the same seeds. Per finalist: its mean on the fresh seeds, the
-difference from the default paired by seed with its 95% t interval (``analysis.stats``), and the
+difference from the default paired by seed with its 95% t interval (``analysis.stats.basic``), and the
 selection bias: the search's own mean minus the fresh mean. Runs are found by run key like any
 other, so a rerun skips the finished ones.
 """
@@ -43,10 +43,10 @@ class Confirmed:
 
     def interval(self) -> tuple[float, float]:
         """95% t interval of the paired difference over the fresh seeds (NaN with one seed)."""
-        from analysis import stats
+        from analysis.stats import basic
 
         differences = [a - b for a, b in zip(self.fresh, self.default)]
-        half = stats.half_width([stats.seed_level(differences)], len(differences))
+        half = basic.half_width([basic.seed_level(differences)], len(differences))
         return self.difference - half, self.difference + half
 
     @property

@@ -26,7 +26,7 @@ class Search:
         from gaca.orchestration.dispatch import JobPool
         from gaca.orchestration.job import run as run_job
         from gaca.orchestration.plan import tracking_of
-        from gaca.tracking.backup import prepare_for_writes
+        from gaca.orchestration.store_writes import prepare_for_writes
 
         self.search = search
         self.session = session

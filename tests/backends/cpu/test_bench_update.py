@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from gaca.backends.cpu.rollout import StepRows
+from gaca.backends.cpu.rollout import RolloutRows
 from gaca.bench.update import main, padding_fraction, repeats
 
 
 def test_repeats_and_padding_by_hand():
-    rows = StepRows(
+    rows = RolloutRows(
         prompt_ids=[[1, 2], [1, 2], [3], [1, 2]],
         response_ids=[[5], [5], [5, 6, 7], [6]],
         logprobs=[[0.0], [0.0], [0.0] * 3, [0.0]],

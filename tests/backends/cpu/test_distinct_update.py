@@ -13,16 +13,16 @@ import pytest
 import torch
 
 from gaca.backends.cpu.ppo import distinct_pairs, first_of_each, ppo_update, score
-from gaca.backends.cpu.rollout import StepRows, collect_rollouts
+from gaca.backends.cpu.rollout import RolloutRows, collect_rollouts
 from gaca.backends.cpu.start import initial_policy
 from gaca.compose import compose, validate
 from gaca.envs import make_family
 from gaca.tracking.identity import run_key
 
 
-def rows_of(prompts: list[list[int]], responses: list[list[int]]) -> StepRows:
+def rows_of(prompts: list[list[int]], responses: list[list[int]]) -> RolloutRows:
     n = len(prompts)
-    return StepRows(
+    return RolloutRows(
         group=[0] * n,
         traj=list(range(n)),
         step=[0] * n,

@@ -9,7 +9,7 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from gaca.backends.cpu.loop import histogram_csv, train
-from gaca.backends.cpu.rollout import Episode, Rollouts, StepRows, sampled_token_mask
+from gaca.backends.cpu.rollout import Episode, RolloutRows, Rollouts, sampled_token_mask
 from gaca.backends.cpu.signal import batch_signal
 from gaca.contract import (
     CRITICALITY_BINS,
@@ -34,10 +34,10 @@ from gaca.estimators import AdvantageConfig, AdvantageOutput, compute_advantages
 
 
 def test_forced_tokens_never_enter_the_mean_nll():
-    rows = StepRows(logprobs=[[-1.0, 0.0, 0.0], [-2.0, -0.5]], allowed=[[[4, 5], [6], [7]], [[4, 5], [8, 9]]])
+    rows = RolloutRows(logprobs=[[-1.0, 0.0, 0.0], [-2.0, -0.5]], allowed=[[[4, 5], [6], [7]], [[4, 5], [8, 9]]])
     mask = sampled_token_mask(rows, 3)
     assert mask.tolist() == [[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]]
-    free = StepRows(logprobs=[[-1.0, 0.0], [-2.0]], allowed=None)
+    free = RolloutRows(logprobs=[[-1.0, 0.0], [-2.0]], allowed=None)
     assert sampled_token_mask(free, 2).tolist() == [[1.0, 1.0], [1.0, 0.0]]
 
 
@@ -83,7 +83,7 @@ def test_batch_signal_on_a_hand_computed_batch():
         Episode(1, 1, length=4),
         Episode(1, 1, length=2),
     ]
-    rows = StepRows(response_ids=[[1, 2], [1, 2, 3, 4], [1], [1, 2, 3]])
+    rows = RolloutRows(response_ids=[[1, 2], [1, 2, 3, 4], [1], [1, 2, 3]])
     rollouts = Rollouts(rows, episodes, 0.0, 0.0, 0)
     output = AdvantageOutput(
         advantages=torch.tensor([1.0, 0.0, -1.0, 0.0]),

@@ -47,7 +47,7 @@ def test_short_is_the_default_with_the_earlier_values_spelled_out():
 
 
 def test_the_main_block_runs_on_short_unless_the_command_line_names_a_trainer():
-    from gaca.orchestration.block_files import expand, load_block
+    from gaca.compose.blocks import expand, load_block
 
     main = load_block("main")
     assert all("trainer=short" in run for run in expand(main, []))

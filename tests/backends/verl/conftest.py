@@ -1,4 +1,4 @@
-"""The verl tests' batches: ``gaca.backends.verl.layout`` (verl-agent's exact layout and its reference)."""
+"""The verl tests' batches: ``gaca.backends.verl.agent.layout`` (verl-agent's exact layout and its reference)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from gaca.backends.verl.layout import LayoutBatch, build_layout_batch
+from gaca.backends.verl.agent.layout import LayoutBatch, build_layout_batch
 
 
 @pytest.fixture

@@ -17,12 +17,12 @@ from omegaconf import OmegaConf
 
 
 def main(run_json: str, folder: str, temperature: float, seed: int, hooks: bool) -> None:
-    from gaca.backends.verl import cpu_patches
-    from gaca.backends.verl.imports import when_imported
+    from gaca.backends.verl.agent import cpu_patches
+    from gaca.backends.verl.agent.imports import when_imported
 
     cpu_patches.install(when_imported)  # as in every process of a CPU job
     if hooks:
-        from gaca.backends.verl import agent_hooks
+        from gaca.backends.verl.agent import hooks as agent_hooks
 
         agent_hooks.install()
     from agent_system.multi_turn_rollout.rollout_loop import TrajectoryCollector
@@ -32,7 +32,7 @@ def main(run_json: str, folder: str, temperature: float, seed: int, hooks: bool)
     from verl.workers.rollout.hf_rollout import HFRollout
 
     from gaca.backends.config import RunConfig
-    from gaca.backends.verl.env_manager import ServedEnvironments, SpecialTokensKept
+    from gaca.backends.verl.agent.env_manager import ServedEnvironments, SpecialTokensKept
     from gaca.envs import make_family
 
     run = RunConfig.from_dict(json.loads(run_json))

@@ -7,7 +7,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 
 from gaca.backends.config import RunConfig
-from gaca.backends.entry import CONF_DIR, validate
+from gaca.train import CONF_DIR, validate
 
 
 def served_run(tmp_path: Path, *overrides: str, python: str | None = None) -> RunConfig:

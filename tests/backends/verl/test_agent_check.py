@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gaca.backends.verl.agent_check import REQUIREMENTS
+from gaca.backends.verl.agent.check import REQUIREMENTS
 
 from ...orchestration.conftest import gaca
 from .fake_verl_agent import write_checkout

@@ -15,8 +15,9 @@ from omegaconf import OmegaConf
 pytest.importorskip("verl")
 pytestmark = pytest.mark.verl
 
-from gaca.backends.verl import ESTIMATOR_METHODS, agent_hooks  # noqa: E402
-from gaca.backends.verl.layout import build_layout_batch  # noqa: E402
+from gaca.backends.verl.agent import hooks as agent_hooks  # noqa: E402
+from gaca.backends.verl.agent.layout import build_layout_batch  # noqa: E402
+from gaca.backends.verl.agent.options import ESTIMATOR_METHODS  # noqa: E402
 from gaca.estimators import AdvantageConfig  # noqa: E402
 
 from .fake_verl_agent import write_checkout  # noqa: E402
@@ -126,7 +127,7 @@ def test_ray_init_gets_the_worker_setup_hook():
 @pytest.mark.parametrize("estimator", ["gaca", "gigpo"])
 def test_each_step_logs_where_its_seconds_went(verl_agent, estimator, monkeypatch):
     from gaca import contract
-    from gaca.backends.verl import timing
+    from gaca.backends.verl.agent import timing
 
     clock = Clock()
     monkeypatch.setattr(timing, "now", clock)

@@ -1,4 +1,4 @@
-"""`python -m gaca.backends.verl.agent_main` on a stand-in verl-agent checkout: it checks the checkout,
+"""`python -m gaca.backends.verl.agent.main` on a stand-in verl-agent checkout: it checks the checkout,
 and the hooks reach the trainer inside verl-agent's Ray actor (a real local Ray instance)."""
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from .fake_verl_agent import write_checkout
 
 def agent_main(checkout: Path, *args: str) -> subprocess.CompletedProcess:
     """The job's entry point as backend=verl jobs start it: in the checkout, with it first on PYTHONPATH
-    (``gaca.backends.verl.job.build_job``)."""
+    (``gaca.backends.verl.launcher.job.build_job``)."""
     inherited = os.environ.get("PYTHONPATH")
     path = str(checkout) + (os.pathsep + inherited if inherited else "")
     env = {**os.environ, "PYTHONPATH": path, "RAY_DISABLE_USAGE_STATS": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "gaca.backends.verl.agent_main", *args],
+        [sys.executable, "-m", "gaca.backends.verl.agent.main", *args],
         cwd=checkout,
         env=env,
         capture_output=True,

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.verl
 
 from verl import DataProto  # noqa: E402
 
-from gaca.backends.verl import compute_batch_advantages  # noqa: E402
+from gaca.backends.verl.agent.advantage import compute_batch_advantages  # noqa: E402
 
 from ...estimators.test_padding_copies import STEPS, VERL_AGENT, gigpo  # noqa: E402
 

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.verl
 import verl  # noqa: E402  (loads gaca's plugin through the verl.plugins entry point)
 from verl.trainer.ppo import core_algos, ray_trainer  # noqa: E402
 
-from gaca.backends.verl import DIAGNOSTICS_KEY, register_estimators  # noqa: E402
-from gaca.backends.verl.registration import ADV_ESTIMATORS  # noqa: E402
+from gaca.backends.verl.agent.advantage import DIAGNOSTICS_KEY  # noqa: E402
+from gaca.backends.verl.agent.registration import ADV_ESTIMATORS, register_estimators  # noqa: E402
 from gaca.estimators import AdvantageConfig  # noqa: E402
 
 METHODS = {"gaca": "gaca", "gigpo": "gigpo", "gaca_grpo": "grpo"}
@@ -184,7 +184,7 @@ def test_import_verl_in_a_fresh_process_loads_the_plugin_through_the_entry_point
         "from importlib.metadata import entry_points\n"
         "print([ep.value for ep in entry_points(group='verl.plugins') if ep.name == 'gaca'])\n"
         "import verl\n"
-        "print('gaca.backends.verl.plugin' in sys.modules)\n"
+        "print('gaca.backends.verl.agent.plugin' in sys.modules)\n"
         "from verl.trainer.ppo import core_algos, ray_trainer\n"
         "print(sorted(n for n in ('gaca', 'gigpo', 'gaca_grpo') if n in core_algos.ADV_ESTIMATOR_REGISTRY))\n"
         "print(getattr(ray_trainer.compute_advantage, 'holds_batch_for_gaca', False))\n"
@@ -193,7 +193,7 @@ def test_import_verl_in_a_fresh_process_loads_the_plugin_through_the_entry_point
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:4] == [
-        "['gaca.backends.verl.plugin']",
+        "['gaca.backends.verl.agent.plugin']",
         "True",
         "['gaca', 'gaca_grpo', 'gigpo']",
         "True",

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from gaca.backends.verl.imports import when_imported
+from gaca.backends.verl.agent.imports import when_imported
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 ESTIMATOR = '''
 """An installed estimator without a verl implementation: its spec sets no verl_name."""
-from gaca.estimators.core import gaca
+from gaca.estimators.methods.paper import gaca
 from gaca.estimators.registry import ESTIMATORS, EVERY_ESTIMATOR_READS, GATE_READS, STEP_LEVEL_READS, EstimatorSpec
 
 

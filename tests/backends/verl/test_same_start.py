@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from gaca import contract
-from gaca.backends.verl.env_manager import ServedEnvironments, SpecialTokensKept
-from gaca.backends.verl.policy_export import export_starting_policy
+from gaca.backends.verl.agent.env_manager import ServedEnvironments, SpecialTokensKept
+from gaca.backends.verl.launcher.policy_export import export_starting_policy
 from gaca.envs import make_family
 from gaca.policy.generation import generate, response_action
 from gaca.policy.model import Policy

@@ -18,7 +18,7 @@ import torch
 
 from gaca.backends.config import TrainerConfig
 from gaca.backends.cpu.ppo import ppo_update
-from gaca.backends.cpu.rollout import StepRows, collect_rollouts, pad_rows
+from gaca.backends.cpu.rollout import RolloutRows, collect_rollouts, pad_rows
 from gaca.envs import EnvConfig, make_family
 from gaca.estimators import AdvantageConfig, compute_advantages, mean_token_nll
 from gaca.policy.config import ModelConfig
@@ -50,7 +50,7 @@ def batch():
     return policy, rows, advantage.advantages
 
 
-def verl_layout(rows: StepRows, indices: list[int]) -> dict[str, torch.Tensor]:
+def verl_layout(rows: RolloutRows, indices: list[int]) -> dict[str, torch.Tensor]:
     """The rows as verl's actor gets them: [left-padded prompt | right-padded response], mask, positions."""
     prompt_width = max(len(rows.prompt_ids[i]) for i in indices)
     response_width = max(len(rows.response_ids[i]) for i in indices)

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from gaca.backends.cpu.loop import PURPOSE_TASKS, seed_for
-from gaca.backends.verl import cpu_patches
-from gaca.backends.verl.checkout import MARKERS, checkout_problem
-from gaca.backends.verl.env_manager import RUN_CONFIG_VARIABLE, ServedEnvironments
-from gaca.backends.verl.job import CPU_ADDED, CPU_SETTINGS, THREAD_VARIABLES, build_job, served_files
-from gaca.backends.verl.policy_export import CHAT_TEMPLATE, export_starting_policy
-from gaca.backends.verl.preflight import TrainerUnavailable, check_trainer
-from gaca.backends.verl.task_files import TRAIN_FILE, VAL_FILE, write_task_files
+from gaca.backends.verl.agent import cpu_patches
+from gaca.backends.verl.agent.env_manager import RUN_CONFIG_VARIABLE, ServedEnvironments
+from gaca.backends.verl.launcher.checkout import MARKERS, checkout_problem
+from gaca.backends.verl.launcher.job import CPU_ADDED, CPU_SETTINGS, THREAD_VARIABLES, build_job, served_files
+from gaca.backends.verl.launcher.policy_export import CHAT_TEMPLATE, export_starting_policy
+from gaca.backends.verl.launcher.preflight import TrainerUnavailable, check_trainer
+from gaca.backends.verl.launcher.task_files import TRAIN_FILE, VAL_FILE, write_task_files
 from gaca.envs import make_family
 from gaca.policy.model import Policy
 
@@ -201,8 +201,8 @@ def test_the_served_rows_give_the_cpu_backends_advantages_within_1e_6(exported, 
     from omegaconf import OmegaConf
     from verl import DataProto
 
-    from gaca.backends.verl.advantage import token_level_advantages
-    from gaca.backends.verl.batch import add_step_index
+    from gaca.backends.verl.agent.advantage import token_level_advantages
+    from gaca.backends.verl.agent.batch import add_step_index
     from gaca.estimators import compute_advantages, mean_token_nll
     from gaca.estimators.registry import verl_names
 

@@ -1,4 +1,4 @@
-"""The split of a verl-agent iteration's seconds (gaca.backends.verl.timing) on a driven clock: each worker
+"""The split of a verl-agent iteration's seconds (gaca.backends.verl.agent.timing) on a driven clock: each worker
 call costs 1 s of round trip and the worker's own seconds, so every phase's sum is known exactly."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from gaca import contract
-from gaca.backends.verl import timing
+from gaca.backends.verl.agent import timing
 
 ROUND_TRIP = 1.0
 WORK = {"generate_sequences": 2.0, "compute_log_prob": 3.0, "compute_ref_log_prob": 4.0, "update_actor": 5.0}

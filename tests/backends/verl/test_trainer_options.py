@@ -2,7 +2,7 @@
 ``algorithm.norm_adv_by_std_in_grpo``, the actor's invalid-action penalty, ...) are honoured through
 their ``algorithm.gaca.*`` equivalent or refused in one line naming it: at the advantage step, in
 ``gaca train backend=verl`` (before any MLflow run exists) and in ``python -m
-gaca.backends.verl.agent_main`` run by hand (exit 2, before Ray starts).
+gaca.backends.verl.agent.main`` run by hand (exit 2, before Ray starts).
 
 The hand-run tests compose verl-agent's ``verl/trainer/config/ppo_trainer.yaml``: a stand-in with its
 defaults (upstream 796ed31) in a stand-in checkout, and the real one when ``GACA_VERL_AGENT``
@@ -20,7 +20,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from gaca.backends.verl.options import command_line_problem, plugin_options
+from gaca.backends.verl.agent.options import command_line_problem, plugin_options
 from gaca.estimators import AdvantageConfig
 
 from ...orchestration.conftest import gaca
@@ -53,7 +53,8 @@ def options(estimator: str, **node: object) -> AdvantageConfig:
 
 def test_verl_agents_gigpo_options_are_honoured_where_algorithm_gaca_is_silent(layout_batch):
     pytest.importorskip("verl")
-    from gaca.backends.verl import add_step_index, compute_batch_advantages
+    from gaca.backends.verl.agent.advantage import compute_batch_advantages
+    from gaca.backends.verl.agent.batch import add_step_index
 
     node = {"gamma": 0.9, "gigpo": {"mode": "mean_norm", "step_advantage_w": 0.5, "enable_similarity": False}}
     assert options("gigpo", **node) == AdvantageConfig(method="gigpo", gamma=0.9, norm="mean", step_weight=0.5)
@@ -194,7 +195,7 @@ def test_agent_main_by_hand_refuses_an_ignored_option_in_one_line_before_ray_sta
     for checkout in checkouts(tmp_path):
         env = {**os.environ, "PYTHONPATH": str(checkout), "RAY_DISABLE_USAGE_STATS": "1"}
         result = subprocess.run(
-            [sys.executable, "-m", "gaca.backends.verl.agent_main", *overrides],
+            [sys.executable, "-m", "gaca.backends.verl.agent.main", *overrides],
             cwd=checkout,
             env=env,
             capture_output=True,
@@ -203,7 +204,7 @@ def test_agent_main_by_hand_refuses_an_ignored_option_in_one_line_before_ray_sta
         )
         assert result.returncode == 2, (checkout, result.stderr[-2000:])
         lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("gaca.backends.verl.agent_main: "), (checkout, lines)
+        assert len(lines) == 1 and lines[0].startswith("gaca.backends.verl.agent.main: "), (checkout, lines)
         assert key in lines[0] and result.stdout == ""
 
 
@@ -234,7 +235,7 @@ def test_a_command_line_that_agrees_with_itself_passes_the_check(tmp_path: Path)
 @pytest.mark.parametrize("method", ["grpo", "gigpo", "gaca"])
 def test_every_job_backend_verl_builds_passes_the_check_on_verl_agents_config(method):
     """The whole command line composes with verl-agent's own config (the stand-in has only the checked keys)."""
-    from gaca.backends.verl.job import build_job
+    from gaca.backends.verl.launcher.job import build_job
     from gaca.tracking.identity import run_key
 
     from .jobs.conftest import PAPER, compose_run

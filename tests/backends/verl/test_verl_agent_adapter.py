@@ -13,8 +13,8 @@ pytestmark = pytest.mark.verl
 
 from verl import DataProto  # noqa: E402
 
-from gaca.backends.verl import DIAGNOSTICS_KEY, add_step_index, compute_batch_advantages  # noqa: E402
-from gaca.backends.verl.batch import rollout_order_steps  # noqa: E402
+from gaca.backends.verl.agent.advantage import DIAGNOSTICS_KEY, compute_batch_advantages  # noqa: E402
+from gaca.backends.verl.agent.batch import add_step_index, rollout_order_steps  # noqa: E402
 from gaca.estimators import AdvantageConfig  # noqa: E402
 
 

@@ -104,7 +104,7 @@ def assert_contract(client: MlflowClient, run, method: str, tmp_path: Path) -> N
         *([contract.DIAG_C_LENGTH_CORR] if method == "gaca" else []),
     ):
         assert steps(client, run_id, name) == training, name
-    # where each step's seconds went (gaca.backends.verl.timing): the workers' own and the Ray round trips, all
+    # where each step's seconds went (gaca.backends.verl.agent.timing): the workers' own and the Ray round trips, all
     # inside the step verl timed
     parts = (
         contract.PERF_GENERATION_S,

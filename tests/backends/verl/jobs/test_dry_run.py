@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gaca.backends.verl.job import RUN_ID_PENDING, build_job
+from gaca.backends.verl.launcher.job import RUN_ID_PENDING, build_job
+from gaca.compose.blocks import expand, load_block
 from gaca.tracking.identity import run_key
 
 from .conftest import compose_run, gaca
@@ -50,8 +51,9 @@ def test_the_dry_run_prints_every_jobs_exact_command_and_the_gpu_hours(tmp_path:
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     jobs = printed_jobs(out)
-    assert sorted(jobs) == list(range(36))  # 3 methods x 2 families x 2 models x 3 seeds
-    assert "to launch: 36 runs, about 864.0 GPU hours (24.00 per run)" in out
+    runs = len(expand(load_block("main"), list(PAPER_SWEEP)))  # 3 methods x 2 families x 2 models x 3 seeds today
+    assert sorted(jobs) == list(range(runs))
+    assert f"to launch: {runs} runs, about {runs * 24.0:.1f} GPU hours (24.00 per run)" in out
     assert "dry run: nothing launched" in out and "warning" not in out
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no store, no run folders, no job folders
     # each family on its recipe from the one command: 18 ALFWorld and 18 WebShop jobs, 6 of each per method
@@ -76,7 +78,7 @@ def test_the_dry_run_prints_every_jobs_exact_command_and_the_gpu_hours(tmp_path:
         assert (folder, env, argv) == (expected.cwd, dict(expected.env), expected.argv)
         assert (f"ulimit -u {expected.max_user_processes} &&" in command) == (expected.max_user_processes is not None)
         assert env["MLFLOW_RUN_ID"] == RUN_ID_PENDING and env["GACA_RUN_KEY"] == key
-        assert argv[1:3] == ["-m", "gaca.backends.verl.agent_main"]  # verl-agent's main_ppo behind gaca's hooks
+        assert argv[1:3] == ["-m", "gaca.backends.verl.agent.main"]  # verl-agent's main_ppo behind gaca's hooks
         assert "trainer.n_gpus_per_node=4" in argv and "trainer.total_training_steps=150" in argv
 
 

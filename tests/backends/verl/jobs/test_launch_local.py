@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from mlflow.tracking import MlflowClient
 
-from gaca.backends.verl.metrics import VERL_TO_CONTRACT
+from gaca.backends.verl.launcher.metrics import VERL_TO_CONTRACT
 
 from .conftest import MODEL, PAPER, gaca, standin_overrides
 
@@ -78,8 +78,8 @@ def test_the_wrapper_logs_a_verl_run_as_the_contract_says_and_skips_it_once_fini
     assert f"MLFLOW_RUN_ID={run.info.run_id}" in text and "++env.rollout.n=8" in text
 
     # Analysis takes it as it takes a CPU run: a cell of its own, scored by its final evaluation.
-    from analysis.cells import screen, select
-    from analysis.collect import load_curves, load_runs
+    from analysis.runs.cells import screen, select
+    from analysis.runs.collect import load_curves, load_runs
 
     runs = load_runs(client, "gaca")
     cell = screen(runs, wanted=())["cell"].iloc[0]

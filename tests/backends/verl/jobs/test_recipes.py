@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from gaca.backends.verl.job import build_job
+from gaca.backends.verl.launcher.job import build_job
 from gaca.tracking.identity import run_key
 
 from .conftest import PAPER, compose_run

@@ -12,7 +12,7 @@ import functools
 import pytest
 from omegaconf import OmegaConf, open_dict
 
-from gaca.backends.verl.job import build_job, hydra_value
+from gaca.backends.verl.launcher.job import build_job, hydra_value
 from gaca.estimators import AdvantageConfig
 from gaca.estimators.registry import verl_names
 from gaca.tracking.identity import run_key
@@ -94,7 +94,7 @@ def test_every_override_composes_with_verls_own_config_and_reads_back(method, fa
 
 @pytest.mark.parametrize(("method", "family"), CASES)
 def test_gacas_verl_plugin_reads_exactly_the_runs_estimator_from_the_composed_config(method, family):
-    from gaca.backends.verl import ESTIMATOR_METHODS, plugin_options
+    from gaca.backends.verl.agent.options import ESTIMATOR_METHODS, plugin_options
 
     assert verl_names() == {method: name for name, method in ESTIMATOR_METHODS.items()}
     run, job = job_for(method, family, "algorithm.gamma=0.9", "env.invalid_penalty=0.2")

@@ -1,0 +1,1 @@
+"""What the report shows: LaTeX tables, matplotlib figures, report.tex and its compilation."""
