@@ -12,6 +12,7 @@ import pytest
 
 from analysis.render import latex
 from analysis.report import main
+from analysis.runs.blocks import get_block
 
 
 def test_selection_best_takes_each_runs_best_evaluation(run_report, known):
@@ -30,7 +31,8 @@ def test_selection_best_takes_each_runs_best_evaluation(run_report, known):
 def test_a_report_with_no_usable_run_says_so(run_report, capsys):
     empty = run_report("detector", "--scale", "small", "--no-pdf")
     assert empty.status == 1
-    assert re.search(r"Not run at \w+/small: detector/entropy, detector/random, detector/uniform\.", empty.stdout)
+    rows = ", ".join(sorted(f"detector/{variant.name}" for variant in get_block("detector").variants))
+    assert re.search(rf"Not run at \w+/small: {re.escape(rows)}\.", empty.stdout), empty.stdout
     assert "no run fills any requested cell" in capsys.readouterr().err
 
 
@@ -137,9 +139,10 @@ def test_the_ablations_are_read_where_their_runs_are(tmp_path):
     out = tmp_path / "reports"
     assert main(["detector", "--tracking-uri", uri, "--out", str(out), "--no-pdf"]) == 0
     cells = pd.read_csv(out / "tables" / "cells.csv")
-    assert set(cells["env"]) == {"errand"} and cells["n_seeds"].tolist() == [2, 2, 2]
+    rows = len(detector.variants)  # random, uniform, entropy today: counted, so that a row added keeps this true
+    assert set(cells["env"]) == {"errand"} and cells["n_seeds"].tolist() == [2] * rows
     assert main(["detector", "--env", "household", "--tracking-uri", uri, "--out", str(out), "--no-pdf"]) == 0
-    assert pd.read_csv(out / "tables" / "cells.csv")["n_seeds"].tolist() == [1, 0, 0]
+    assert pd.read_csv(out / "tables" / "cells.csv")["n_seeds"].tolist() == [1] + [0] * (rows - 1)
 
 
 def test_where_pins_the_setting_a_report_reads(tmp_path, capsys):
@@ -174,12 +177,17 @@ def test_where_pins_the_setting_a_report_reads(tmp_path, capsys):
         return pd.read_csv(out / "tables" / "cells.csv")
 
     default = cells()
-    assert default["n_seeds"].tolist() == [3, 3, 3] and default["mean"].tolist() == pytest.approx([0.5] * 3)
+    rows = len(get_block("detector").variants)
+    assert default["n_seeds"].tolist() == [3] * rows and default["mean"].tolist() == pytest.approx([0.5] * rows)
     capsys.readouterr()
     pinned = cells("--where", "trainer.kl_coef=0.10")
-    assert pinned["n_seeds"].tolist() == [2, 2, 2] and pinned["mean"].tolist() == pytest.approx([0.8] * 3)
+    assert pinned["n_seeds"].tolist() == [2] * rows and pinned["mean"].tolist() == pytest.approx([0.8] * rows)
     shown = capsys.readouterr().out
-    assert "only runs with trainer.kl_coef=0.1." in shown and "trainer.kl_coef=0.01 (not 0.1) (--where) x9" in shown
+    excluded = 3 * rows  # the three kl_coef=0.01 seeds of each row
+    assert (
+        "only runs with trainer.kl_coef=0.1." in shown
+        and f"trainer.kl_coef=0.01 (not 0.1) (--where) x{excluded}" in shown
+    )
 
     assert main(["detector", "--tracking-uri", uri, "--out", str(tmp_path / "x"), "--where", "trainer.kl=0.1"]) == 2
     assert capsys.readouterr().err.strip() == (

@@ -196,7 +196,8 @@ def test_a_block_of_one_seed_shows_no_interval_for_its_cells_or_differences():
         assert all(math.isnan(bound) for bound in cells[key].interval())
     tex = ablation_table(plan, cells, "final")
     assert tex is not None
-    assert len(rows(tex)) == 3
-    for row in rows(tex):
+    filled = [row for row in rows(tex) if row[1] != "---"]  # a row added to the block file has no run here
+    assert len(filled) == 3 and len(rows(tex)) == len(get_block("detector").variants)
+    for row in filled:
         assert row[2] == NOT_ESTIMABLE, row  # the cell's own interval
     assert f"{NOT_ESTIMABLE}: one seed, no interval" in tex

@@ -165,8 +165,7 @@ FAST_BLOCK_TESTS = (
     "tests/orchestration/test_sweep_cli.py",
     "tests/orchestration/test_blocks.py",
     "tests/orchestration/test_plan.py",
-    "tests/analysis/test_blocks.py",
-    "tests/analysis/test_rows.py",
+    "tests/analysis",
 )
 """The fast tests that read the block files (sweeps/*.yaml) or the import graph."""
 
