@@ -6,7 +6,8 @@ from hydra import compose, initialize_config_dir
 
 from gaca.compose import CONF_DIR, validate
 
-# Seconds, not minutes: a short horizon, two tasks, a few evaluation tasks, a token BC init.
+# Seconds, not minutes: a short horizon, two tasks, a few evaluation tasks, a token BC init and no prior
+# stage (quick's 150 prior updates were most of such a run; tests/backends/cpu/test_prior_stage.py sets its own).
 TINY = [
     "trainer=quick",
     "trainer.iterations=4",
@@ -17,6 +18,7 @@ TINY = [
     "trainer.checkpoint_every=2",
     "trainer.bc.episodes=4",
     "trainer.bc.steps=3",
+    "trainer.bc.prior_steps=0",
     "env.horizon=6",
     "env.num_train_tasks=64",
     "model.max_prompt_tokens=48",
