@@ -21,7 +21,7 @@ from ..orchestration.conftest import TINY, cli_env, gaca, wait_for
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 ITERATIONS = 30
-RUN = [*TINY, f"trainer.iterations={ITERATIONS}", "seed=3"]
+RUN = [*TINY, f"trainer.iterations={ITERATIONS}", "seed=3", "trainer.threads=1"]
 PATIENCE_S = 5
 
 

@@ -7,7 +7,9 @@ from hydra import compose, initialize_config_dir
 from gaca.compose import CONF_DIR, validate
 
 # Seconds, not minutes: a short horizon, two tasks, a few evaluation tasks, a token BC init and no prior
-# stage (quick's 150 prior updates were most of such a run; tests/backends/cpu/test_prior_stage.py sets its own).
+# stage (quick's 150 prior updates were most of such a run; tests/backends/cpu/test_prior_stage.py sets its own),
+# on one torch thread (at these sizes a second thread adds synchronisation, not speed, and the suite's two
+# workers share two cores).
 TINY = [
     "trainer=quick",
     "trainer.iterations=4",
@@ -19,6 +21,7 @@ TINY = [
     "trainer.bc.episodes=4",
     "trainer.bc.steps=3",
     "trainer.bc.prior_steps=0",
+    "trainer.threads=1",
     "env.horizon=6",
     "env.num_train_tasks=64",
     "model.max_prompt_tokens=48",
