@@ -31,7 +31,7 @@ from analysis.claims import checks, replay
 from analysis.render import claims as claims_text
 from analysis.render import figures, horizon, latex, tables
 from analysis.runs import cells, collect
-from analysis.runs.blocks import Block, environment_label, report_blocks, scale_label
+from analysis.runs.blocks import Block, environment_label, listed_methods, report_blocks, run_beside, scale_label
 from analysis.runs.cells import CellKey, CellResult, Plan
 from analysis.runs.where import check_keys, parse_where, pinned
 from analysis.stats import sequential
@@ -167,6 +167,7 @@ def read(
     uri = client.tracking_uri
     logged = collect.load_runs(client, experiment)
     check_keys(logged, where or {}, experiment)
+    plan = with_runs_beside(plan, logged, preset, where)
     plan = dataclasses.replace(plan, ablations_at=cells.ablation_setting(logged))
     wanted = plan.wanted()
     ledger = cells.screen(logged, wanted, preset, where)
@@ -185,6 +186,34 @@ def read(
         collect.load_criticality_histograms(uri, gaca_runs),
         logged,
     )
+
+
+def with_runs_beside(
+    plan: Plan, logged: pd.DataFrame, preset: str | None, where: Mapping[str, object] | None = None
+) -> Plan:
+    """``plan`` with Table 1 given a row for each estimator ``sweeps/main.yaml`` does not list whose
+    runs fill a cell of the main block (run with ``gaca sweep main algorithm=...,NAME``), and none
+    for one whose runs are elsewhere (an ablation's row, say): a row is added by running it, not by
+    registering it."""
+    run_beside(())
+    plan = _recomposed(plan)
+    main = report_blocks().main
+    if main not in plan.blocks or "method" not in logged:
+        return plan
+    unlisted = tuple(m for m in dict.fromkeys(logged["method"].dropna().astype(str)) if m not in listed_methods())
+    run_beside(unlisted)
+    trial = _recomposed(plan)
+    main = report_blocks().main
+    main_cells = {trial.cell(variant, env, scale) for variant in main.variants for env, scale in trial.settings(main)}
+    ledger = cells.screen(logged, trial.wanted(), preset, where)
+    filling = set(ledger.loc[ledger["reason"].isna() & ledger["cell"].isin(main_cells), "method"].astype(str))
+    run_beside(tuple(method for method in unlisted if method in filling))
+    return _recomposed(plan)
+
+
+def _recomposed(plan: Plan) -> Plan:
+    """``plan`` with its blocks as ``report_blocks`` now reads them."""
+    return dataclasses.replace(plan, blocks=tuple(report_blocks().by_name[block.name] for block in plan.blocks))
 
 
 def main(argv: list[str] | None = None) -> int:

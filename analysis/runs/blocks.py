@@ -242,18 +242,19 @@ PRESENTATION: Mapping[str, Rows] = {
     "debias": Rows("Debiased score (App. B.4)", _detector),
 }
 """The blocks the report shows (``main`` in Table 1, the others in Table 2), in table order. The
-horizon block has its own figure (``analysis.render.horizon``). ``main`` has a row for every registered
-estimator (``methods``): one the sweep file does not list runs with ``gaca sweep main
-algorithm=grpo,gigpo,gaca,NAME`` and is reported like the others."""
+horizon block has its own figure (``analysis.render.horizon``). ``main`` has a row for each estimator
+``sweeps/main.yaml`` lists, and one for an estimator the file does not list only where runs of it
+at the block's setting are read (``gaca sweep main algorithm=grpo,gigpo,gaca,NAME``: ``run_beside``)."""
 MAIN_BLOCK = "main"
 
 SETTING_KEYS = ("seed", "env", "model")
 """Grid dimensions that say where a row runs (its seeds, environment and scale), not which row it is."""
 
 
-def _expand(names: tuple[str, ...]) -> dict[str, Block]:
+def _expand(names: tuple[str, ...], beside: tuple[str, ...] = ()) -> dict[str, Block]:
     """The blocks ``names`` from their sweep files: every grid point expanded by the orchestration
-    (``gaca.compose.blocks.expand``) and composed as its job composes it."""
+    (``gaca.compose.blocks.expand``) and composed as its job composes it; the main block's
+    ``algorithm`` dimension extended by the estimators ``beside``."""
     from hydra.core.singleton import Singleton
     from omegaconf import OmegaConf
 
@@ -261,7 +262,9 @@ def _expand(names: tuple[str, ...]) -> dict[str, Block]:
     from gaca.compose.session import HydraSession
 
     files = {name: load_block(name) for name in names}
-    search_path = list(dict.fromkeys([*(sweep.search_path for sweep in files.values()), SWEEPS_DIR.parent]))
+    # One search path for every block, in table order, whichever of them this call composes.
+    every = [files[name] if name in files else load_block(name) for name in PRESENTATION]
+    search_path = list(dict.fromkeys([*(sweep.search_path for sweep in every), SWEEPS_DIR.parent]))
     # A sweep reads its block's rows in the middle of its own Hydra session (`--until-decided`): that
     # session (Hydra's global state, as its launchers carry it to jobs) is put back afterwards.
     outer = Singleton.get_state()
@@ -271,13 +274,14 @@ def _expand(names: tuple[str, ...]) -> dict[str, Block]:
         for name, sweep in files.items():
             composed: dict[tuple[str, ...], dict[str, object]] = {}
             seeds: set[int] = set()
-            for run in expand(sweep, []):
+            extra = _methods_beside(sweep, beside) if name == MAIN_BLOCK and beside else []
+            for run in expand(sweep, extra):
                 point = tuple(override for override in run if override.split("=", 1)[0] != "seed")
                 seeds.update(int(override.split("=", 1)[1]) for override in run if override.startswith("seed="))
                 if point not in composed:
                     config = OmegaConf.to_container(session.compose([*sweep.base_overrides(), *point]), resolve=True)
                     composed[point] = _parsed(cast(dict[str, Any], config))
-            order = _listed_methods(sweep) if name == MAIN_BLOCK else None
+            order = [*_listed_methods(sweep), *beside] if name == MAIN_BLOCK else None
             blocks[name] = _block(name, list(composed.values()), tuple(sorted(seeds)), order)
     finally:
         Singleton.set_state(outer)
@@ -288,6 +292,12 @@ def _listed_methods(sweep: block_files.Block) -> list[str]:
     """The estimators a block file lists under ``algorithm``, in its order (Table 1's rows)."""
     listed = [value for grid in sweep.grids for key, value in grid if key == "algorithm"]
     return list(dict.fromkeys(method for value in listed for method in value.split(",")))
+
+
+def _methods_beside(sweep: block_files.Block, beside: tuple[str, ...]) -> list[str]:
+    """The override that adds the estimators ``beside`` to the block file's ``algorithm`` dimension
+    (each composed from its own ``algorithm/NAME.yaml`` on the config search path)."""
+    return [f"algorithm={','.join(dict.fromkeys([*_listed_methods(sweep), *beside]))}"]
 
 
 def _block(
@@ -365,10 +375,46 @@ class ReportBlocks:
         return self.ablations[0].scales[0]
 
 
-@functools.lru_cache(maxsize=1)
+_BESIDE: list[tuple[str, ...]] = [()]
+"""The estimators Table 1 shows beside those ``sweeps/main.yaml`` lists (``run_beside``)."""
+
+
 def report_blocks() -> ReportBlocks:
-    """The blocks of ``PRESENTATION``, each sweep file expanded and composed (once per process)."""
-    return ReportBlocks(_expand(tuple(PRESENTATION)))
+    """The blocks of ``PRESENTATION``, each sweep file expanded and composed (once per process, and
+    the main block once more for each set of estimators ``run_beside`` adds)."""
+    return _report_blocks(_BESIDE[0])
+
+
+@functools.lru_cache(maxsize=1)
+def _ablations() -> dict[str, Block]:
+    return _expand(tuple(name for name in PRESENTATION if name != MAIN_BLOCK))
+
+
+@functools.lru_cache(maxsize=4)
+def _report_blocks(beside: tuple[str, ...]) -> ReportBlocks:
+    main = _expand((MAIN_BLOCK,), beside)
+    return ReportBlocks({name: main[name] if name == MAIN_BLOCK else _ablations()[name] for name in PRESENTATION})
+
+
+def clear_report_blocks() -> None:
+    """Forget the composed blocks (a test that changes a sweep file reads them again)."""
+    _ablations.cache_clear()
+    _report_blocks.cache_clear()
+
+
+def listed_methods() -> tuple[str, ...]:
+    """The estimators ``sweeps/main.yaml`` lists, in its order."""
+    from gaca.compose.blocks import load_block
+
+    return tuple(_listed_methods(load_block(MAIN_BLOCK)))
+
+
+def run_beside(methods: tuple[str, ...]) -> None:
+    """Give Table 1 (and every reader of ``report_blocks().main``) a row for each registered estimator
+    of ``methods`` that ``sweeps/main.yaml`` does not list, after the listed ones; ``()`` takes them
+    away again. The report calls it with the estimators whose runs fill a cell of the main block."""
+    listed = listed_methods()
+    _BESIDE[0] = tuple(m for m in dict.fromkeys(methods) if m not in listed and m in ESTIMATORS.in_order())
 
 
 def get_block(name: str) -> Block:

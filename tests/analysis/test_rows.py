@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from analysis.render import figures
-from analysis.runs.blocks import DEFAULT_CONFIG, baseline_method, canonical_config, default_method, report_blocks
+from analysis.runs.blocks import (
+    DEFAULT_CONFIG,
+    baseline_method,
+    canonical_config,
+    clear_report_blocks,
+    default_method,
+    report_blocks,
+)
 from gaca.compose import blocks as block_files
 
 DETECTOR_WITH_GIGPO = """\
@@ -33,10 +40,10 @@ def detector_with_gigpo(tmp_path, monkeypatch):
         return load(str(path) if name == "detector" else name, folder)
 
     monkeypatch.setattr(block_files, "load_block", load_block)
-    report_blocks.cache_clear()
+    clear_report_blocks()
     yield report_blocks().by_name["detector"]
     monkeypatch.undo()
-    report_blocks.cache_clear()
+    clear_report_blocks()
 
 
 def test_the_reference_rows_are_found_through_the_specs_and_defaults():
