@@ -112,7 +112,7 @@ def test_cancelled_job_ends_cancelled(slurm_executor: submitit.AutoExecutor, tmp
         job.result()  # gives up after submitit's 15 s grace period for the result file
 
 
-@pytest.mark.timeout(100)
+@pytest.mark.timeout(300)  # a bound against a hang, not a speed: a requeued job waits for the scheduler's next pass
 def test_preempted_checkpointable_job_resumes_from_its_checkpoint(
     slurm_executor: submitit.AutoExecutor, tmp_path: Path
 ) -> None:
