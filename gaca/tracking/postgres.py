@@ -280,5 +280,34 @@ def scratch_database(uri: str, prefix: str) -> Iterator[str]:
     try:
         yield scratch
     finally:
+        drop_database(uri, name)
+
+
+DROP_PATIENCE_S = 60.0
+"""How long ``drop_database`` waits for sessions it may not end to leave."""
+
+
+def drop_database(uri: str, name: str) -> None:
+    """``DROP DATABASE name`` on the server of ``uri``, ending this role's sessions on it. A session of
+    another role (an autovacuum worker that started on the new tables, say) cannot be ended by a role
+    without pg_signal_backend (``WITH (FORCE)`` then fails): the plain DROP stops autovacuum itself, and
+    another session is waited for, up to ``DROP_PATIENCE_S``."""
+    import time
+
+    import psycopg
+
+    deadline = time.monotonic() + DROP_PATIENCE_S
+    while True:
         with connect(uri) as admin:  # a new session: the server may have restarted meanwhile
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            try:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                return
+            except psycopg.errors.InsufficientPrivilege:
+                pass
+            try:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+                return
+            except psycopg.errors.ObjectInUse:
+                if time.monotonic() > deadline:
+                    raise
+        time.sleep(1.0)
