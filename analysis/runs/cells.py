@@ -18,9 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.stats import comparison
-
-from analysis.stats import basic
 from analysis.runs.blocks import (
     PRESET_KEY,
     Block,
@@ -32,8 +29,9 @@ from analysis.runs.blocks import (
     setting,
 )
 from analysis.runs.collect import DIAGNOSTIC_METRICS, EVAL_METRIC, FINAL_METRIC, PARAM_PREFIX, auc_by_run, run_config
-from analysis.stats.comparison import Comparison
 from analysis.runs.where import mismatches
+from analysis.stats import basic, comparison
+from analysis.stats.comparison import Comparison
 
 SELECTIONS = ("final", "best")
 MEASURES = ("final", "auc")
