@@ -6,6 +6,7 @@ Each test waits on real jobs, so each is bounded by pytest-timeout and by its ow
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -15,6 +16,7 @@ import cloudpickle
 import pytest
 import submitit
 from submitit.core.utils import FailedJobError, UncompletedJobError
+from submitit.slurm.slurm import SlurmJobEnvironment
 
 pytestmark = pytest.mark.slurm
 
@@ -112,6 +114,11 @@ def test_cancelled_job_ends_cancelled(slurm_executor: submitit.AutoExecutor, tmp
         job.result()  # gives up after submitit's 15 s grace period for the result file
 
 
+def _logs(job: submitit.Job) -> str:
+    """What the job has written to its stdout and stderr so far."""
+    return "".join(text or "" for text in (job.stdout(), job.stderr()))
+
+
 @pytest.mark.timeout(300)  # a bound against a hang, not a speed: a requeued job waits for the scheduler's next pass
 def test_preempted_checkpointable_job_resumes_from_its_checkpoint(
     slurm_executor: submitit.AutoExecutor, tmp_path: Path
@@ -123,7 +130,11 @@ def test_preempted_checkpointable_job_resumes_from_its_checkpoint(
     wait_until((workdir / "paused").exists, 60, "the job to reach its pause point")
 
     # What a preemption looks like to the job: SIGTERM then USR2 to the srun step. submitit's
-    # handler pickles checkpoint()'s resubmission and calls `scontrol requeue`.
-    job._interrupt(timeout=False)
+    # handler pickles checkpoint()'s resubmission and calls `scontrol requeue`. The USR2 goes once the
+    # job has taken the SIGTERM: sent back to back (submitit's job._interrupt), a SIGTERM delivered late
+    # on a loaded node kills the `scontrol requeue` that the USR2 handler has started.
+    subprocess.check_call(["scancel", job.job_id, "--signal", "SIGTERM"])
+    wait_until(lambda: "Bypassing signal SIGTERM" in _logs(job), 60, "the job to take the SIGTERM")
+    subprocess.check_call(["scancel", job.job_id, "--signal", SlurmJobEnvironment.USR_SIG])
 
     assert job.result() == {"resumed_from": 4, "count": 10, "restarts": 1}
