@@ -31,7 +31,7 @@ from analysis.claims import checks, replay
 from analysis.render import claims as claims_text
 from analysis.render import figures, horizon, latex, tables
 from analysis.runs import cells, collect
-from analysis.runs.blocks import Block, environment_label, listed_methods, report_blocks, run_beside, scale_label
+from analysis.runs.blocks import Block, environment_label, report_blocks, run_beside, scale_label
 from analysis.runs.cells import CellKey, CellResult, Plan
 from analysis.runs.where import check_keys, parse_where, pinned
 from analysis.stats import sequential
@@ -197,17 +197,17 @@ def with_runs_beside(
     registering it."""
     run_beside(())
     plan = _recomposed(plan)
-    main = report_blocks().main
-    if main not in plan.blocks or "method" not in logged:
+    if report_blocks().main not in plan.blocks or "method" not in logged:
         return plan
-    unlisted = tuple(m for m in dict.fromkeys(logged["method"].dropna().astype(str)) if m not in listed_methods())
-    run_beside(unlisted)
+    beside = run_beside(tuple(logged["method"].dropna().astype(str)))
+    if not beside:
+        return plan
     trial = _recomposed(plan)
     main = report_blocks().main
     main_cells = {trial.cell(variant, env, scale) for variant in main.variants for env, scale in trial.settings(main)}
     ledger = cells.screen(logged, trial.wanted(), preset, where)
     filling = set(ledger.loc[ledger["reason"].isna() & ledger["cell"].isin(main_cells), "method"].astype(str))
-    run_beside(tuple(method for method in unlisted if method in filling))
+    run_beside(tuple(method for method in beside if method in filling))
     return _recomposed(plan)
 
 

@@ -409,12 +409,14 @@ def listed_methods() -> tuple[str, ...]:
     return tuple(_listed_methods(load_block(MAIN_BLOCK)))
 
 
-def run_beside(methods: tuple[str, ...]) -> None:
+def run_beside(methods: tuple[str, ...]) -> tuple[str, ...]:
     """Give Table 1 (and every reader of ``report_blocks().main``) a row for each registered estimator
-    of ``methods`` that ``sweeps/main.yaml`` does not list, after the listed ones; ``()`` takes them
-    away again. The report calls it with the estimators whose runs fill a cell of the main block."""
-    listed = listed_methods()
-    _BESIDE[0] = tuple(m for m in dict.fromkeys(methods) if m not in listed and m in ESTIMATORS.in_order())
+    of ``methods`` that ``sweeps/main.yaml`` does not list, after the listed ones, and return those;
+    ``()`` takes them away again. The report calls it with the estimators whose runs fill a cell of
+    the main block."""
+    listed, registered = listed_methods(), ESTIMATORS.in_order()
+    _BESIDE[0] = tuple(m for m in dict.fromkeys(methods) if m not in listed and m in registered)
+    return _BESIDE[0]
 
 
 def get_block(name: str) -> Block:
