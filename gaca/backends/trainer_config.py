@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gaca.backends.fields import reject_fields
+from gaca.policy.last_layer import LAST_LAYERS
 from gaca.validation import check_choice, check_int, check_number
 
 INITS = ("bc", "scratch")
@@ -73,6 +74,11 @@ class TrainerConfig:
     distinct (prompt, response) pair of a mini-batch once and the reference once per iteration, keeping
     every copy's loss term. They differ in the last bits, so the value is part of a run's key
     (docs/benchmarks.md, "Computing each distinct step once")."""
+    last_layer: str = "every_position"
+    """How the update's scoring forwards (policy and reference) compute the last decoder layer:
+    every_position through the model's own forward; scored_positions at the R + 1 positions the LM head
+    reads only (``gaca.policy.last_layer``, Qwen2 models): the same logits up to float rounding, so the
+    value is part of a run's key (docs/benchmarks.md, "The last layer at the scored positions")."""
     lr: float = 1e-3
     """AdamW learning rate (the paper's 1e-6 is for a 1.5B model; a tiny model needs far more)."""
     lr_schedule: str = "linear"
@@ -124,6 +130,7 @@ class TrainerConfig:
         check_int("trainer.ppo_epochs", self.ppo_epochs, 1)
         check_int("trainer.minibatch_size", self.minibatch_size, 1)
         check_choice("trainer.update", self.update, UPDATES)
+        check_choice("trainer.last_layer", self.last_layer, LAST_LAYERS)
         check_number("trainer.lr", self.lr, 0.0, 1.0, "in (0, 1]", low_open=True)
         check_choice("trainer.lr_schedule", self.lr_schedule, LR_SCHEDULES)
         check_number("trainer.weight_decay", self.weight_decay, 0.0, 1.0, "in [0, 1]")

@@ -1,10 +1,13 @@
 """Speed of the policy on synthetic agent prompts: batched generation and the PPO forward+backward.
 
     python -m gaca.bench.policy [--batch-sizes 32 128] [--models tiny small] [--repeats 3] [--compile]
+        [--scored-positions]
 
 Prompts are built with the real template from random words and cut to ``max_prompt_tokens``; every row
 has its own admissible set of 12 household-style commands. Rows are distinct unless ``--group-size`` > 1
-(then each prompt repeats that many times, as in a rollout group at its first step).
+(then each prompt repeats that many times, as in a rollout group at its first step). ``--compile`` and
+``--scored-positions`` time the update also through ``torch.compile`` and with the last decoder layer
+at the scored positions only (``trainer.last_layer``), beside the eager full forward on the same rows.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from transformers import PreTrainedModel
 
 from gaca.policy.config import ModelConfig
 from gaca.policy.generation import Generation, generate
+from gaca.policy.last_layer import LAST_LAYERS
 from gaca.policy.logprobs import sequence_logprobs
 from gaca.policy.model import Policy
 from gaca.policy.prompt import build_prompt
@@ -83,24 +87,30 @@ def bench_generation(policy: Policy, prompts: Sequence[str], admissible: Sequenc
 
 
 def bench_training(
-    policy: Policy, prompts: Sequence[str], admissible: Sequence[Sequence[str]], repeats: int, compiled: bool = False
+    policy: Policy,
+    prompts: Sequence[str],
+    admissible: Sequence[Sequence[str]],
+    repeats: int,
+    compiled: bool = False,
+    last_layer: str = LAST_LAYERS[0],
 ) -> dict:
     """The update's forward + backward; ``compiled``: through ``torch.compile(dynamic=True)``, whose first
-    call (compiling, or loading the inductor cache) is reported apart, with the largest log-prob
-    difference from the eager model on the same rows."""
+    call (compiling, or loading the inductor cache) is reported apart; ``last_layer`` as
+    ``sequence_logprobs`` takes it. Either way with the largest log-prob difference from the eager
+    full forward on the same rows."""
     generation = generate(policy, prompts, admissible, 1.0, policy.generator(0))
     # the compiled module stands in for the model it wraps (its attributes are the model's)
     model = cast(PreTrainedModel, torch.compile(policy.model, dynamic=True)) if compiled else policy.model
 
-    def logprobs() -> tuple[torch.Tensor, torch.Tensor]:
+    def logprobs(model: PreTrainedModel, last_layer: str) -> tuple[torch.Tensor, torch.Tensor]:
         values, _, mask = sequence_logprobs(
-            model, generation.prompt_ids, generation.response_ids, 1.0, generation.allowed
+            model, generation.prompt_ids, generation.response_ids, 1.0, generation.allowed, last_layer
         )
         return values * mask, mask
 
     def step() -> None:
         policy.model.zero_grad(set_to_none=True)
-        values, mask = logprobs()
+        values, mask = logprobs(model, last_layer)
         (-values.sum() / mask.sum()).backward()
 
     began = time.perf_counter()
@@ -108,14 +118,11 @@ def bench_training(
     first = time.perf_counter() - began
     seconds, _ = best_seconds(step, repeats)
     tokens = sum(len(p) + len(r) for p, r in zip(generation.prompt_ids, generation.response_ids))
-    row = {"compile": "yes" if compiled else "no", "ms/batch": 1000 * seconds, "tok/s": tokens / seconds}
-    row["first call s"] = first
-    if compiled:
-        with torch.no_grad():
-            eager, _, mask = sequence_logprobs(
-                policy.model, generation.prompt_ids, generation.response_ids, 1.0, generation.allowed
-            )
-            row["max |dlogp|"] = f"{float(((eager * mask) - logprobs()[0]).abs().max()):.1e}"
+    row: dict[str, str | float] = {"compile": "yes" if compiled else "no", "last layer": last_layer}
+    row.update({"ms/batch": 1000 * seconds, "tok/s": tokens / seconds, "first call s": first})
+    with torch.no_grad():
+        eager, _ = logprobs(policy.model, LAST_LAYERS[0])
+        row["max |dlogp|"] = f"{float((eager - logprobs(model, last_layer)[0]).abs().max()):.1e}"
     return row
 
 
@@ -138,6 +145,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--compile", action="store_true", help="also time the update through torch.compile")
+    parser.add_argument(
+        "--scored-positions", action="store_true", help="also time it with the last layer at the scored positions only"
+    )
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -154,19 +164,25 @@ def main(argv: Sequence[str] | None = None) -> None:
                 generation_rows.append({**head, "B": batch_size, **result})
             if decoding == "constrained":
                 prompts, admissible, _ = synthetic_rows(args.train_batch_size, 1, seed=1)
-                for compiled in (False, True) if args.compile else (False,):
-                    result = bench_training(policy, prompts, admissible, args.repeats, compiled)
+                ways = [(False, LAST_LAYERS[0])]
+                ways += [(True, LAST_LAYERS[0])] if args.compile else []
+                ways += [(False, "scored_positions")] if args.scored_positions else []
+                for compiled, last_layer in ways:
+                    result = bench_training(policy, prompts, admissible, args.repeats, compiled, last_layer)
                     training_rows.append({**head, "B": args.train_batch_size, **result})
 
     print(f"device: {policy.device}, torch threads: {torch.get_num_threads()}")
     print("\ngeneration (temperature 1, KV cache, one batch)")
     print(format_table(generation_rows))
     print("\ntraining: sequence_logprobs forward + backward (prompt + response tokens)")
-    if args.compile:
-        eager = {row["model"]: row["ms/batch"] for row in training_rows if row["compile"] == "no"}
-        for row in training_rows:
-            row["speed-up"] = f"{eager[row['model']] / row['ms/batch']:.2f}x"
-            row.setdefault("max |dlogp|", "-")
+    eager = {
+        row["model"]: row["ms/batch"]
+        for row in training_rows
+        if row["compile"] == "no" and row["last layer"] == LAST_LAYERS[0]
+    }
+    for row in training_rows:
+        row["speed-up"] = f"{eager[row['model']] / row['ms/batch']:.2f}x"
+        row["max |dlogp|"] = row.pop("max |dlogp|")  # the last column
     print(format_table(training_rows))
 
 

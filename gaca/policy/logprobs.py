@@ -19,6 +19,8 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel
 
+from gaca.policy.last_layer import LAST_LAYERS, scored_logits
+
 MASKED_SCORE = -1e30
 """Finite, unlike -inf: exp() still gives exactly 0, while 0 * -inf in the entropy would give NaN gradients."""
 FILLER_TOKEN_ID = 0
@@ -52,6 +54,7 @@ def sequence_logprobs(
     response_ids: Sequence[Sequence[int]],
     temperature: float = 1.0,
     allowed: Sequence[Sequence[Sequence[int]]] | None = None,
+    last_layer: str = "every_position",
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-token log-probs and entropies of each response given its prompt, in one batched forward.
 
@@ -66,6 +69,9 @@ def sequence_logprobs(
         allowed: None for the full-vocabulary distribution (free decoding, behaviour cloning), or for
             each row and response token the ids the sampler chose among (``Generation.allowed``), to
             renormalise over them as constrained decoding did.
+        last_layer: every_position runs the model's own forward; scored_positions computes the last
+            decoder layer at the R + 1 scored positions only (``gaca.policy.last_layer``: the same
+            logits up to float rounding, for a Qwen2 model).
 
     Returns:
         logprobs [B, R] float32, entropy [B, R] float32 and response_mask [B, R] float32 (1 on response
@@ -75,6 +81,8 @@ def sequence_logprobs(
         raise ValueError(f"temperature must be > 0 to score tokens, got {temperature!r}")
     if len(prompt_ids) != len(response_ids) or (allowed is not None and len(allowed) != len(response_ids)):
         raise ValueError("prompt_ids, response_ids (and allowed) must have one entry per row")
+    if last_layer not in LAST_LAYERS:
+        raise ValueError(f"last_layer must be one of {', '.join(LAST_LAYERS)}, got {last_layer!r}")
     if any(len(ids) == 0 for ids in response_ids):
         raise ValueError("every response needs at least one token (decoding always emits one)")
     device = model.device
@@ -89,18 +97,18 @@ def sequence_logprobs(
     input_ids = torch.tensor(rows, dtype=torch.long, device=device)
     attention_mask = torch.tensor(attention, dtype=torch.long, device=device)
     position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
-    logits = (
-        model(
+    keep = response_width + 1
+    if last_layer == "scored_positions":
+        kept = scored_logits(model, input_ids, attention_mask, position_ids, keep)
+    else:
+        kept = model(
             input_ids=input_ids,
             attention_mask=attention_mask,
             position_ids=position_ids,
             use_cache=False,
-            logits_to_keep=response_width + 1,
-        )
-        .logits[:, :-1]
-        .float()
-        / temperature
-    )  # [B, R, V]: position t predicts response token t
+            logits_to_keep=keep,
+        ).logits
+    logits = kept[:, :-1].float() / temperature  # [B, R, V]: position t predicts response token t
     targets = input_ids[:, prompt_width:]  # [B, R]
     response_mask = attention_mask[:, prompt_width:].float()
 

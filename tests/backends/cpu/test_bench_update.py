@@ -1,4 +1,4 @@
-"""`gaca bench update` prints, per profiled iteration, how much of the update repeats and both updates' seconds."""
+"""`gaca bench update` prints, per profiled iteration, how much of the update repeats and each way's seconds."""
 
 from __future__ import annotations
 
@@ -31,6 +31,16 @@ def test_the_table_has_a_row_per_profiled_iteration_and_equal_gradients(capsys):
     finally:
         torch.set_num_threads(threads)
     lines = capsys.readouterr().out.splitlines()
-    table = lines[[line.split()[:1] for line in lines].index(["iter"]) + 1 :]
-    assert [line.split()[0] for line in table] == ["1", "2"]
-    assert all(float(line.split()[-1]) <= 1e-6 for line in table)  # |d grad| on the first mini-batch
+    headers = [i for i, line in enumerate(lines) if line.split()[:1] == ["iter"]]
+    assert len(headers) == 2
+    repeat_table = lines[headers[0] + 1 : headers[1] - 1]
+    assert [line.split()[0] for line in repeat_table] == ["1", "2"]
+    ways = [line.split() for line in lines[headers[1] + 1 :]]
+    assert [(cells[0], cells[1]) for cells in ways] == [
+        (i, way) for i in ("1", "2") for way in ("every_row", "distinct", "distinct+scored")
+    ]
+    for cells in ways:
+        if cells[1] == "every_row":
+            assert float(cells[-1]) == 1.0  # its own ratio; no difference from itself is printed
+        else:
+            assert float(cells[-1]) <= 1e-6 and float(cells[-2]) <= 1e-6  # |d grad|, |d loss| on the first mini-batch

@@ -1,7 +1,7 @@
 """``trainer.update=distinct`` computes the loss and gradient of ``every_row``: each distinct (prompt,
-response) pair scored once, every copy's loss term kept. Hand-checked pair numbering, then a fixed
-batch of real step rows with copies, where both updates give the same loss and a gradient equal
-within 1e-6; the option's run key."""
+response) pair scored once, every copy's loss term kept; and so does ``trainer.last_layer=scored_positions``
+with either. Hand-checked pair numbering, then a fixed batch of real step rows with copies, where every
+way gives the same loss and a gradient equal within 1e-6; the options' run keys."""
 
 from __future__ import annotations
 
@@ -74,24 +74,30 @@ def batch():
     return run, policy, reference, rows, advantages
 
 
-def gradient_of(update: str, batch, minibatch_size: int):
+def gradient_of(update: str, batch, minibatch_size: int, last_layer: str = "every_position"):
     """The loss statistics and every parameter's gradient of one mini-batch (no clipping, no step)."""
     run, policy, reference, rows, advantages = batch
     policy = copy.deepcopy(policy)
     optimizer = torch.optim.SGD(policy.model.parameters(), lr=0.0)
-    config = dataclasses.replace(run.trainer, update=update, minibatch_size=minibatch_size, max_grad_norm=1e9)
+    config = dataclasses.replace(
+        run.trainer, update=update, last_layer=last_layer, minibatch_size=minibatch_size, max_grad_norm=1e9
+    )
     stats = ppo_update(policy, reference, optimizer, rows, advantages, config, torch.Generator().manual_seed(3))
     return stats, {name: p.grad.clone() for name, p in policy.model.named_parameters() if p.grad is not None}
 
 
+@pytest.mark.parametrize(
+    "update, last_layer",
+    [("distinct", "every_position"), ("every_row", "scored_positions"), ("distinct", "scored_positions")],
+)
 @pytest.mark.parametrize("kl_coef", [0.1, 0.0])
-def test_the_distinct_update_has_the_loss_and_gradient_of_every_row(batch, kl_coef):
+def test_each_cheaper_way_has_the_loss_and_gradient_of_every_row(batch, kl_coef, update, last_layer):
     run, *rest = batch
     fixed = (dataclasses.replace(run, trainer=dataclasses.replace(run.trainer, kl_coef=kl_coef)), *rest)
     n = len(fixed[3])
     assert len(set(distinct_pairs(fixed[3]))) <= n - n // 3  # at least every appended copy repeats a pair
     old, old_gradient = gradient_of("every_row", fixed, n)
-    new, new_gradient = gradient_of("distinct", fixed, n)
+    new, new_gradient = gradient_of(update, fixed, n, last_layer)
     assert new.policy_loss == pytest.approx(old.policy_loss, abs=1e-6)
     assert new.kl == pytest.approx(old.kl, abs=1e-6) and (old.kl > 0) == (kl_coef > 0)
     assert new.entropy == pytest.approx(old.entropy, abs=1e-6) and new.tokens == old.tokens
@@ -114,14 +120,17 @@ def test_copies_get_their_pairs_log_probs_bit_for_bit_and_those_of_every_row_wit
     assert torch.allclose(copied, every_row, rtol=0.0, atol=1e-6) and mask.sum() > 0
 
 
-def test_several_mini_batches_and_steps_stay_together(batch):
+@pytest.mark.parametrize("last_layer", ["every_position", "scored_positions"])
+def test_several_mini_batches_and_steps_stay_together(batch, last_layer):
     """Two mini-batches with an optimizer step between them: the second is scored by the updated policy."""
     run, policy, reference, rows, advantages = batch
     results = []
-    for update in ("every_row", "distinct"):
+    for update, layer in (("every_row", "every_position"), ("distinct", last_layer)):
         twin = copy.deepcopy(policy)
         optimizer = torch.optim.SGD(twin.model.parameters(), lr=0.1)  # Adam would magnify last-bit gradients near 0
-        config = dataclasses.replace(run.trainer, update=update, minibatch_size=len(rows) // 2 + 1, kl_coef=0.1)
+        config = dataclasses.replace(
+            run.trainer, update=update, last_layer=layer, minibatch_size=len(rows) // 2 + 1, kl_coef=0.1
+        )
         stats = ppo_update(twin, reference, optimizer, rows, advantages, config, torch.Generator().manual_seed(4))
         results.append((stats, torch.cat([p.detach().flatten() for p in twin.model.parameters()])))
     (old, old_weights), (new, new_weights) = results
@@ -142,6 +151,25 @@ def test_the_update_is_part_of_the_key_unless_it_is_the_one_runs_had_before_it_e
     assert key_of(*verl, "trainer.update=distinct") == key_of(*verl, "trainer.update=every_row")
 
 
+def test_the_last_layer_is_part_of_the_key_unless_every_position():
+    default = key_of("trainer=short", "trainer.threads=1")
+    assert key_of("trainer=short", "trainer.last_layer=every_position", "trainer.threads=1") == default
+    scored = key_of("trainer=short", "trainer.last_layer=scored_positions", "trainer.threads=1")
+    both = key_of(
+        "trainer=short", "trainer.last_layer=scored_positions", "trainer.update=distinct", "trainer.threads=1"
+    )
+    assert len({default, scored, both, key_of("trainer=short", "trainer.update=distinct", "trainer.threads=1")}) == 4
+    verl = ("backend=verl", "trainer=paper", "env=household", "model=path", "model.path=/models/q")
+    assert key_of(*verl, "trainer.last_layer=scored_positions") == key_of(*verl)
+
+
 def test_an_unknown_update_is_one_line_naming_the_choices():
     with pytest.raises(ValueError, match=r"trainer.update must be one of \['every_row', 'distinct'\]"):
         validate(compose(["trainer.update=dedup"]))
+
+
+def test_an_unknown_last_layer_is_one_line_naming_the_choices():
+    with pytest.raises(
+        ValueError, match=r"trainer.last_layer must be one of \['every_position', 'scored_positions'\], got 'tail'"
+    ):
+        validate(compose(["trainer.last_layer=tail"]))
