@@ -260,7 +260,7 @@ KEYLESS_THREADS = 1
 one thread, every sweep job's default, drops out so that one-thread runs keep the keys they always had
 (and so does every count of a verl run). ``gaca.compose.validate`` writes the count a run will
 use in place of null (torch's default)."""
-KEYLESS_TRAINER = {"update": "every_row", "last_layer": "every_position"}
+KEYLESS_TRAINER: dict[str, object] = {"update": "every_row", "last_layer": "every_position", "compile": False}
 """CPU trainer options added after runs existed, at the value that computes what those runs computed:
 there they drop out of the canonical config, so those runs keep their keys; any other value changes
 results (in their last bits at least) and is part of the key. A verl job computes with verl's own

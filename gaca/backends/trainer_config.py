@@ -9,7 +9,7 @@ from typing import Any
 
 from gaca.backends.fields import reject_fields
 from gaca.policy.last_layer import LAST_LAYERS
-from gaca.validation import check_choice, check_int, check_number
+from gaca.validation import check_bool, check_choice, check_int, check_number
 
 INITS = ("bc", "scratch")
 LR_SCHEDULES = ("constant", "linear")
@@ -79,6 +79,10 @@ class TrainerConfig:
     every_position through the model's own forward; scored_positions at the R + 1 positions the LM head
     reads only (``gaca.policy.last_layer``, Qwen2 models): the same logits up to float rounding, so the
     value is part of a run's key (docs/benchmarks.md, "The last layer at the scored positions")."""
+    compile: bool = False
+    """The update's scoring forwards through ``torch.compile(dynamic=True)``: faster once compiled, at
+    seconds to a minute or more of compiling in each process (less with a warm inductor cache), and the
+    log-probs move in their last bits, so true is part of a run's key (docs/benchmarks.md)."""
     lr: float = 1e-3
     """AdamW learning rate (the paper's 1e-6 is for a 1.5B model; a tiny model needs far more)."""
     lr_schedule: str = "linear"
@@ -131,6 +135,7 @@ class TrainerConfig:
         check_int("trainer.minibatch_size", self.minibatch_size, 1)
         check_choice("trainer.update", self.update, UPDATES)
         check_choice("trainer.last_layer", self.last_layer, LAST_LAYERS)
+        check_bool("trainer.compile", self.compile)
         check_number("trainer.lr", self.lr, 0.0, 1.0, "in (0, 1]", low_open=True)
         check_choice("trainer.lr_schedule", self.lr_schedule, LR_SCHEDULES)
         check_number("trainer.weight_decay", self.weight_decay, 0.0, 1.0, "in [0, 1]")

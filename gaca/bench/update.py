@@ -34,7 +34,6 @@ from gaca.compose import compose, validate
 from gaca.envs import make_family
 from gaca.policy.model import Policy
 
-
 WAYS = {
     "every_row": ("every_row", "every_position"),
     "distinct": ("distinct", "every_position"),
@@ -173,7 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = profile(run, at)
     print("fractions of step rows (repeat) and of forward token grids (pad)")
     print(
-        f"{'iter':>4} {'rows':>5} {'succ':>5} {'rep batch':>9} {'rep mb':>7} {'rep prompt':>10} {'pad':>5} {'pad dist':>8}"
+        f"{'iter':>4} {'rows':>5} {'succ':>5} {'rep batch':>9} {'rep mb':>7} {'rep prompt':>10} {'pad':>5} "
+        f"{'pad dist':>8}"
     )
     for row in table:
         print(

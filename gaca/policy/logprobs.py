@@ -12,8 +12,9 @@ to float rounding of batched vs incremental attention.
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -33,6 +34,33 @@ def masked_log_softmax(scores: torch.Tensor, valid: torch.Tensor) -> torch.Tenso
     scores, valid: [..., K] (float, bool). Returns [..., K].
     """
     return torch.log_softmax(scores.masked_fill(~valid, MASKED_SCORE), dim=-1)
+
+
+def end_logits(
+    model: PreTrainedModel,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    position_ids: torch.Tensor,
+    keep: int,
+    last_layer: str,
+) -> torch.Tensor:
+    """[B, keep, V] logits at the ``keep`` last positions, the last layer computed as ``last_layer`` says."""
+    if last_layer == "scored_positions":
+        return scored_logits(model, input_ids, attention_mask, position_ids, keep)
+    return model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=position_ids,
+        use_cache=False,
+        logits_to_keep=keep,
+    ).logits
+
+
+@functools.cache
+def compiled_end_logits() -> Callable[..., torch.Tensor]:
+    """``end_logits`` through ``torch.compile(dynamic=True)``, made once per process: it compiles at its
+    first calls (per model and setting) and moves the log-probs in their last bits."""
+    return torch.compile(end_logits, dynamic=True)
 
 
 def pad_allowed(allowed: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -55,6 +83,7 @@ def sequence_logprobs(
     temperature: float = 1.0,
     allowed: Sequence[Sequence[Sequence[int]]] | None = None,
     last_layer: str = "every_position",
+    compiled: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-token log-probs and entropies of each response given its prompt, in one batched forward.
 
@@ -72,6 +101,7 @@ def sequence_logprobs(
         last_layer: every_position runs the model's own forward; scored_positions computes the last
             decoder layer at the R + 1 scored positions only (``gaca.policy.last_layer``: the same
             logits up to float rounding, for a Qwen2 model).
+        compiled: the model's part through ``torch.compile`` (``compiled_end_logits``).
 
     Returns:
         logprobs [B, R] float32, entropy [B, R] float32 and response_mask [B, R] float32 (1 on response
@@ -98,16 +128,8 @@ def sequence_logprobs(
     attention_mask = torch.tensor(attention, dtype=torch.long, device=device)
     position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
     keep = response_width + 1
-    if last_layer == "scored_positions":
-        kept = scored_logits(model, input_ids, attention_mask, position_ids, keep)
-    else:
-        kept = model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=position_ids,
-            use_cache=False,
-            logits_to_keep=keep,
-        ).logits
+    forward = compiled_end_logits() if compiled else end_logits
+    kept = forward(model, input_ids, attention_mask, position_ids, keep, last_layer)
     logits = kept[:, :-1].float() / temperature  # [B, R, V]: position t predicts response token t
     targets = input_ids[:, prompt_width:]  # [B, R]
     response_mask = attention_mask[:, prompt_width:].float()

@@ -9,7 +9,8 @@ the weights and its gradient the same sum over rows; only the order of float sum
 copies' gradients meet at the gathered log-probs instead of in the weight matmuls), which moves a
 run's numbers in their last bits: docs/benchmarks.md, "Computing each distinct step once".
 Either way ``trainer.last_layer=scored_positions`` computes the last decoder layer of the scoring
-forwards at the scored positions only (``gaca.policy.last_layer``), the same logits up to rounding.
+forwards at the scored positions only (``gaca.policy.last_layer``), the same logits up to rounding,
+and ``trainer.compile`` runs them through ``torch.compile``.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ def score(
     indices: Sequence[int],
     temperature: float,
     last_layer: str = "every_position",
+    compiled: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``sequence_logprobs`` of the rows ``indices``: log-probs, entropies, response mask, each [B, R]."""
     return sequence_logprobs(
@@ -112,15 +114,21 @@ def score(
         temperature,
         None if rows.allowed is None else [rows.allowed[i] for i in indices],
         last_layer,
+        compiled,
     )
 
 
 def reference_logprobs(
-    reference: Policy, rows: RolloutRows, indices: Sequence[int], temperature: float, last_layer: str = "every_position"
+    reference: Policy,
+    rows: RolloutRows,
+    indices: Sequence[int],
+    temperature: float,
+    last_layer: str = "every_position",
+    compiled: bool = False,
 ) -> torch.Tensor:
     """[B, R] log-probs of the rows' responses under the frozen reference policy."""
     with torch.no_grad():
-        logprobs, _, _ = score(reference.model, rows, indices, temperature, last_layer)
+        logprobs, _, _ = score(reference.model, rows, indices, temperature, last_layer, compiled)
     return logprobs
 
 
@@ -131,6 +139,7 @@ def distinct_reference_logprobs(
     temperature: float,
     chunk: int,
     last_layer: str = "every_position",
+    compiled: bool = False,
 ) -> torch.Tensor:
     """[P, R] the reference's log-probs of each distinct pair (row ``firsts[p]``), R the batch's longest
     response; scored in chunks of ``chunk`` pairs of similar length, so that little of a chunk is padding."""
@@ -141,7 +150,7 @@ def distinct_reference_logprobs(
     result = torch.zeros(len(firsts), width)
     for start in range(0, len(by_length), chunk):
         part = by_length[start : start + chunk]
-        logprobs = reference_logprobs(reference, rows, [firsts[p] for p in part], temperature, last_layer)
+        logprobs = reference_logprobs(reference, rows, [firsts[p] for p in part], temperature, last_layer, compiled)
         result[part, : logprobs.shape[1]] = logprobs.to(result.device)
     return result
 
@@ -174,17 +183,21 @@ def ppo_update(
         with timed(seconds, "reference"):
             firsts, _ = first_of_each(pairs)
             reference_of_pair = distinct_reference_logprobs(
-                reference, rows, firsts, temperature, config.minibatch_size, config.last_layer
+                reference, rows, firsts, temperature, config.minibatch_size, config.last_layer, config.compile
             ).to(device)
     updates, tokens = 0, 0
     for indices in minibatches(len(rows), config, generator):
         with timed(seconds, "forward"):
             if distinct:
                 firsts, inverse = first_of_each([pairs[i] for i in indices])
-                scored = score(policy.model, rows, [indices[j] for j in firsts], temperature, config.last_layer)
+                scored = score(
+                    policy.model, rows, [indices[j] for j in firsts], temperature, config.last_layer, config.compile
+                )
                 logprobs, entropy, mask = (values[inverse.to(device)] for values in scored)
             else:
-                logprobs, entropy, mask = score(policy.model, rows, indices, temperature, config.last_layer)
+                logprobs, entropy, mask = score(
+                    policy.model, rows, indices, temperature, config.last_layer, config.compile
+                )
             width = mask.shape[1]
             old = pad_rows([rows.logprobs[i] for i in indices], width).to(device)
             token_advantages = broadcast_to_tokens(advantages[indices].to(device), mask)
@@ -199,7 +212,9 @@ def ppo_update(
                 if distinct:
                     reference_rows = reference_of_pair[[pairs[i] for i in indices], :width]
                 else:
-                    reference_rows = reference_logprobs(reference, rows, indices, temperature, config.last_layer)
+                    reference_rows = reference_logprobs(
+                        reference, rows, indices, temperature, config.last_layer, config.compile
+                    )
             with timed(seconds, "forward"):
                 kl = masked_mean(low_var_kl(logprobs, reference_rows), mask)
                 loss = loss + config.kl_coef * kl

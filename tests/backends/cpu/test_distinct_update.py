@@ -163,6 +163,28 @@ def test_the_last_layer_is_part_of_the_key_unless_every_position():
     assert key_of(*verl, "trainer.last_layer=scored_positions") == key_of(*verl)
 
 
+def test_compiling_is_part_of_the_key_unless_off():
+    default = key_of("trainer=short", "trainer.threads=1")
+    assert key_of("trainer=short", "trainer.compile=false", "trainer.threads=1") == default
+    assert key_of("trainer=short", "trainer.compile=true", "trainer.threads=1") != default
+    verl = ("backend=verl", "trainer=paper", "env=household", "model=path", "model.path=/models/q")
+    assert key_of(*verl, "trainer.compile=true") == key_of(*verl)
+
+
+@pytest.mark.slow
+def test_the_compiled_update_has_the_loss_and_gradient_of_the_eager_one(batch):
+    """torch.compile compiles here (a minute or more), hence slow, and on the scored-positions forward only
+    (the model's own forward compiles in tests/policy/test_bench.py); its kernels round differently: 1e-5."""
+    n = len(batch[3])
+    old, old_gradient = gradient_of("every_row", batch, n, "scored_positions")
+    run, *rest = batch
+    compiled = (dataclasses.replace(run, trainer=dataclasses.replace(run.trainer, compile=True)), *rest)
+    new, new_gradient = gradient_of("every_row", compiled, n, "scored_positions")
+    assert new.policy_loss == pytest.approx(old.policy_loss, abs=1e-5) and new.kl == pytest.approx(old.kl, abs=1e-5)
+    for name, gradient in old_gradient.items():
+        assert torch.allclose(new_gradient[name], gradient, rtol=0.0, atol=1e-5), name
+
+
 def test_an_unknown_update_is_one_line_naming_the_choices():
     with pytest.raises(ValueError, match=r"trainer.update must be one of \['every_row', 'distinct'\]"):
         validate(compose(["trainer.update=dedup"]))
