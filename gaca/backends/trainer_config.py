@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gaca.backends.fields import reject_fields
-from gaca.policy.last_layer import LAST_LAYERS
+from gaca.policy.config import LAST_LAYERS
 from gaca.validation import check_bool, check_choice, check_int, check_number
 
 INITS = ("bc", "scratch")

@@ -16,14 +16,11 @@ import argparse
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import cast
 
 import torch
-from transformers import PreTrainedModel
 
-from gaca.policy.config import ModelConfig
+from gaca.policy.config import LAST_LAYERS, ModelConfig
 from gaca.policy.generation import Generation, generate
-from gaca.policy.last_layer import LAST_LAYERS
 from gaca.policy.logprobs import sequence_logprobs
 from gaca.policy.model import Policy
 from gaca.policy.prompt import build_prompt
@@ -94,23 +91,21 @@ def bench_training(
     compiled: bool = False,
     last_layer: str = LAST_LAYERS[0],
 ) -> dict:
-    """The update's forward + backward; ``compiled``: through ``torch.compile(dynamic=True)``, whose first
-    call (compiling, or loading the inductor cache) is reported apart; ``last_layer`` as
-    ``sequence_logprobs`` takes it. Either way with the largest log-prob difference from the eager
-    full forward on the same rows."""
+    """The update's forward + backward, with ``compiled`` and ``last_layer`` as ``sequence_logprobs``
+    takes them (as ``trainer.compile`` and ``trainer.last_layer`` set them): the first call (compiling,
+    or loading the inductor cache) is reported apart, with the largest log-prob difference from the
+    eager full forward on the same rows."""
     generation = generate(policy, prompts, admissible, 1.0, policy.generator(0))
-    # the compiled module stands in for the model it wraps (its attributes are the model's)
-    model = cast(PreTrainedModel, torch.compile(policy.model, dynamic=True)) if compiled else policy.model
 
-    def logprobs(model: PreTrainedModel, last_layer: str) -> tuple[torch.Tensor, torch.Tensor]:
+    def logprobs(last_layer: str, compiled: bool) -> tuple[torch.Tensor, torch.Tensor]:
         values, _, mask = sequence_logprobs(
-            model, generation.prompt_ids, generation.response_ids, 1.0, generation.allowed, last_layer
+            policy.model, generation.prompt_ids, generation.response_ids, 1.0, generation.allowed, last_layer, compiled
         )
         return values * mask, mask
 
     def step() -> None:
         policy.model.zero_grad(set_to_none=True)
-        values, mask = logprobs(model, last_layer)
+        values, mask = logprobs(last_layer, compiled)
         (-values.sum() / mask.sum()).backward()
 
     began = time.perf_counter()
@@ -121,8 +116,8 @@ def bench_training(
     row: dict[str, str | float] = {"compile": "yes" if compiled else "no", "last layer": last_layer}
     row.update({"ms/batch": 1000 * seconds, "tok/s": tokens / seconds, "first call s": first})
     with torch.no_grad():
-        eager, _ = logprobs(policy.model, LAST_LAYERS[0])
-        row["max |dlogp|"] = f"{float((eager - logprobs(model, last_layer)[0]).abs().max()):.1e}"
+        eager, _ = logprobs(LAST_LAYERS[0], False)
+        row["max |dlogp|"] = f"{float((eager - logprobs(last_layer, compiled)[0]).abs().max()):.1e}"
     return row
 
 

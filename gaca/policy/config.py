@@ -12,6 +12,10 @@ NAMES = ("tiny", "small", "path")
 DECODINGS = ("constrained", "free")
 DTYPES = ("float32", "bfloat16", "float16")
 DEVICES = ("auto", "cpu", "cuda")
+LAST_LAYERS = ("every_position", "scored_positions")
+"""How scoring computes the last decoder layer (``trainer.last_layer``): the model's own forward at every
+position, or ``gaca.policy.last_layer.scored_logits`` at the scored positions only. Here, beside the other
+choices, so that validating a config does not import torch."""
 SIZE_FIELDS = ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size")
 MIN_PROMPT_TOKENS = 16
 """Room for the prompt's fixed ending (task and "your action :") plus some observation."""

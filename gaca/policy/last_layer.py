@@ -21,10 +21,6 @@ from transformers import PreTrainedModel, Qwen2ForCausalLM
 from transformers.masking_utils import create_causal_mask
 from transformers.models.qwen2.modeling_qwen2 import rotate_half
 
-LAST_LAYERS = ("every_position", "scored_positions")
-"""How ``sequence_logprobs`` computes the last decoder layer: the model's own forward at every position,
-or ``scored_logits`` at the scored positions only (``trainer.last_layer``)."""
-
 
 def check_supported(model: PreTrainedModel) -> None:
     """Raise ``ValueError`` unless ``scored_logits`` can run ``model`` (a Qwen2 causal LM without sliding

@@ -20,7 +20,8 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel
 
-from gaca.policy.last_layer import LAST_LAYERS, scored_logits
+from gaca.policy.config import LAST_LAYERS
+from gaca.policy.last_layer import scored_logits
 
 MASKED_SCORE = -1e30
 """Finite, unlike -inf: exp() still gives exactly 0, while 0 * -inf in the entropy would give NaN gradients."""

@@ -99,58 +99,44 @@ def first_of_each(pairs: Sequence[int]) -> tuple[list[int], torch.Tensor]:
 
 
 def score(
-    model: torch.nn.Module,
-    rows: RolloutRows,
-    indices: Sequence[int],
-    temperature: float,
-    last_layer: str = "every_position",
-    compiled: bool = False,
+    model: torch.nn.Module, rows: RolloutRows, indices: Sequence[int], config: TrainerConfig
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``sequence_logprobs`` of the rows ``indices``: log-probs, entropies, response mask, each [B, R]."""
+    """``sequence_logprobs`` of the rows ``indices`` at the rollout temperature, its forward as
+    ``config.last_layer`` and ``config.compile`` say: log-probs, entropies, response mask, each [B, R]."""
     return sequence_logprobs(
         model,  # type: ignore[arg-type]  # the causal LM of a Policy
         [rows.prompt_ids[i] for i in indices],
         [rows.response_ids[i] for i in indices],
-        temperature,
+        config.rollout_temperature,
         None if rows.allowed is None else [rows.allowed[i] for i in indices],
-        last_layer,
-        compiled,
+        config.last_layer,
+        config.compile,
     )
 
 
 def reference_logprobs(
-    reference: Policy,
-    rows: RolloutRows,
-    indices: Sequence[int],
-    temperature: float,
-    last_layer: str = "every_position",
-    compiled: bool = False,
+    reference: Policy, rows: RolloutRows, indices: Sequence[int], config: TrainerConfig
 ) -> torch.Tensor:
     """[B, R] log-probs of the rows' responses under the frozen reference policy."""
     with torch.no_grad():
-        logprobs, _, _ = score(reference.model, rows, indices, temperature, last_layer, compiled)
+        logprobs, _, _ = score(reference.model, rows, indices, config)
     return logprobs
 
 
 def distinct_reference_logprobs(
-    reference: Policy,
-    rows: RolloutRows,
-    firsts: Sequence[int],
-    temperature: float,
-    chunk: int,
-    last_layer: str = "every_position",
-    compiled: bool = False,
+    reference: Policy, rows: RolloutRows, firsts: Sequence[int], config: TrainerConfig
 ) -> torch.Tensor:
     """[P, R] the reference's log-probs of each distinct pair (row ``firsts[p]``), R the batch's longest
-    response; scored in chunks of ``chunk`` pairs of similar length, so that little of a chunk is padding."""
+    response; scored in chunks of ``config.minibatch_size`` pairs of similar length, so that little of a
+    chunk is padding."""
     width = max(len(rows.response_ids[i]) for i in firsts)
     by_length = sorted(
         range(len(firsts)), key=lambda p: (len(rows.prompt_ids[firsts[p]]), len(rows.response_ids[firsts[p]]))
     )
     result = torch.zeros(len(firsts), width)
-    for start in range(0, len(by_length), chunk):
-        part = by_length[start : start + chunk]
-        logprobs = reference_logprobs(reference, rows, [firsts[p] for p in part], temperature, last_layer, compiled)
+    for start in range(0, len(by_length), config.minibatch_size):
+        part = by_length[start : start + config.minibatch_size]
+        logprobs = reference_logprobs(reference, rows, [firsts[p] for p in part], config)
         result[part, : logprobs.shape[1]] = logprobs.to(result.device)
     return result
 
@@ -171,7 +157,6 @@ def ppo_update(
         reference: the frozen initial policy for the KL term; None when ``kl_coef`` is 0.
     """
     device = policy.device
-    temperature = config.rollout_temperature
     distinct = config.update == "distinct"
     with_kl = reference is not None and config.kl_coef > 0
     totals = {"policy_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": 0.0, "grad_norm": 0.0}
@@ -182,22 +167,16 @@ def ppo_update(
         assert reference is not None  # with_kl
         with timed(seconds, "reference"):
             firsts, _ = first_of_each(pairs)
-            reference_of_pair = distinct_reference_logprobs(
-                reference, rows, firsts, temperature, config.minibatch_size, config.last_layer, config.compile
-            ).to(device)
+            reference_of_pair = distinct_reference_logprobs(reference, rows, firsts, config).to(device)
     updates, tokens = 0, 0
     for indices in minibatches(len(rows), config, generator):
         with timed(seconds, "forward"):
             if distinct:
                 firsts, inverse = first_of_each([pairs[i] for i in indices])
-                scored = score(
-                    policy.model, rows, [indices[j] for j in firsts], temperature, config.last_layer, config.compile
-                )
+                scored = score(policy.model, rows, [indices[j] for j in firsts], config)
                 logprobs, entropy, mask = (values[inverse.to(device)] for values in scored)
             else:
-                logprobs, entropy, mask = score(
-                    policy.model, rows, indices, temperature, config.last_layer, config.compile
-                )
+                logprobs, entropy, mask = score(policy.model, rows, indices, config)
             width = mask.shape[1]
             old = pad_rows([rows.logprobs[i] for i in indices], width).to(device)
             token_advantages = broadcast_to_tokens(advantages[indices].to(device), mask)
@@ -212,9 +191,7 @@ def ppo_update(
                 if distinct:
                     reference_rows = reference_of_pair[[pairs[i] for i in indices], :width]
                 else:
-                    reference_rows = reference_logprobs(
-                        reference, rows, indices, temperature, config.last_layer, config.compile
-                    )
+                    reference_rows = reference_logprobs(reference, rows, indices, config)
             with timed(seconds, "forward"):
                 kl = masked_mean(low_var_kl(logprobs, reference_rows), mask)
                 loss = loss + config.kl_coef * kl

@@ -108,12 +108,12 @@ def test_each_cheaper_way_has_the_loss_and_gradient_of_every_row(batch, kl_coef,
 
 
 def test_copies_get_their_pairs_log_probs_bit_for_bit_and_those_of_every_row_within_1e_6(batch):
-    _, policy, _, rows, _ = batch
+    run, policy, _, rows, _ = batch
     pairs = distinct_pairs(rows)
     firsts, inverse = first_of_each(pairs)
     with torch.no_grad():
-        each_pair, _, _ = score(policy.model, rows, firsts, 1.0)
-        every_row, _, mask = score(policy.model, rows, list(range(len(rows))), 1.0)
+        each_pair, _, _ = score(policy.model, rows, firsts, run.trainer)
+        every_row, _, mask = score(policy.model, rows, list(range(len(rows))), run.trainer)
     copied = each_pair[inverse]
     for i, pair in enumerate(pairs):
         assert torch.equal(copied[i], each_pair[pair])
