@@ -265,6 +265,9 @@ KEYLESS_TRAINER: dict[str, object] = {"update": "every_row", "last_layer": "ever
 there they drop out of the canonical config, so those runs keep their keys; any other value changes
 results (in their last bits at least) and is part of the key. A verl job computes with verl's own
 update, so for it they drop out at every value."""
+KEYLESS_KNOBS: dict[str, object] = {"indirect": 0}
+"""Env knobs added after runs existed, at the value that generates the tasks those runs saw: there
+they drop out of the canonical config's resolved knobs, so those runs keep their keys."""
 DEFAULT_BACKEND = "cpu"
 """Drops out of the canonical config, so runs keep the keys they had before backends existed."""
 
@@ -344,4 +347,8 @@ def resolved_knobs(env: Mapping[str, Any]) -> dict[str, Any]:
         resolved = asdict(FAMILIES.get(env["name"]).resolve_knobs(env["difficulty"], knobs))
     except (KeyError, ValueError, TypeError):
         return dict(env["knobs"])
-    return {key: list(value) if isinstance(value, tuple) else value for key, value in resolved.items()}
+    return {
+        key: list(value) if isinstance(value, tuple) else value
+        for key, value in resolved.items()
+        if key not in KEYLESS_KNOBS or value != KEYLESS_KNOBS[key]
+    }

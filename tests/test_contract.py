@@ -41,6 +41,12 @@ def test_a_run_and_its_table_cell_follow_one_canonical_config():
     assert canonical_config(flat(default)) == canonical_config(DEFAULT_CONFIG)
 
 
+def test_an_env_knob_added_later_keeps_earlier_runs_keys_at_its_old_value():
+    default = resolve(compose([]))
+    assert run_key(resolve(compose(["env.knobs.indirect=0"]))) == run_key(default)
+    assert run_key(resolve(compose(["env.knobs.indirect=1"]))) != run_key(default)
+
+
 def test_params_are_written_flat_and_read_back():
     config = {"algorithm": {"lambda0": 0.5, "detector": "entropy"}, "trainer": {"threads": None, "bc": {"steps": 250}}}
     params = contract.flatten(config)

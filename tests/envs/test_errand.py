@@ -222,3 +222,32 @@ def test_the_house_must_hold_every_route_and_dead_end():
 def test_prior_accuracy_is_validated_by_name():
     with pytest.raises(ValueError, match="knobs.prior_accuracy must be a number in \\[0, 1\\], got 1.5"):
         errand(prior_accuracy=1.5)
+
+
+def test_an_indirect_instruction_names_the_use_and_keeps_every_draw():
+    from gaca.envs.errand.world import USES
+
+    direct, indirect = errand(num_types=24), errand(num_types=24, indirect=1)
+    for task_id in [*direct.train_task_ids[:30], *direct.eval_task_ids[:10]]:
+        a, b = direct.task(task_id), indirect.task(task_id)
+        assert (a.target_type, a.objects, a.goal, a.ends, a.routes) == (
+            b.target_type,
+            b.objects,
+            b.goal,
+            b.ends,
+            b.routes,
+        )
+        assert f"something for {USES[b.target_type]} " in b.instruction
+        assert b.target_type not in words(b.instruction)  # the type itself is never named
+    assert len(set(USES.values())) == len(USES)  # one use per type: the association is one-to-one
+    added = set(indirect.vocabulary()) - set(direct.vocabulary())
+    assert added == {"something", "for", *USES.values()}  # new words only, none shared with the direct text
+    assert set(direct.vocabulary()) == set(errand(num_types=24, indirect=0).vocabulary())
+
+
+@pytest.mark.parametrize(
+    ("knobs", "named"), [({"indirect": 2}, "env.knobs.indirect"), ({"num_types": 34}, "num_types")]
+)
+def test_knobs_out_of_range_are_refused_by_name(knobs, named):
+    with pytest.raises(ValueError, match=named):
+        errand(**knobs)

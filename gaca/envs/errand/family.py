@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from gaca.envs.base import EnvFamily, PriorChoice
 from gaca.envs.errand.engine import ErrandEnv
 from gaca.envs.errand.knobs import PRESETS
-from gaca.envs.errand.world import ErrandTask, generate_task, vocabulary_names
+from gaca.envs.errand.world import INDIRECT_WORDS, USES, ErrandTask, generate_task, vocabulary_names
 from gaca.envs.families import FAMILIES
 from gaca.envs.household import commands
 from gaca.envs.household.lexicon import GOAL_TYPES, OBJECT_TYPES
@@ -64,4 +64,6 @@ class ErrandFamily(EnvFamily[ErrandTask, ErrandEnv]):
     def vocabulary(self) -> list[str]:
         vocabulary = {w for text in _FIXED_TEXT for w in words(text)}
         vocabulary |= {w for n in vocabulary_names() for w in words(n)} | set(GOAL_TYPES) | set(OBJECT_TYPES)
+        if self.knobs.indirect:  # only then: a larger vocabulary would change every other run's model
+            vocabulary |= set(INDIRECT_WORDS) | set(USES.values())
         return sorted(vocabulary)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gaca.envs.errand.house import WALK_NAMES
+from gaca.envs.household.lexicon import OBJECT_TYPES
 from gaca.envs.knobs import check_fraction, check_int
 
 
@@ -28,6 +29,11 @@ class ErrandKnobs:
     """1: every arrival text says what the agent carries, so the walk's anchors split by the early choice
     and step-level and episode-level advantages carry different information (docs/testbed.md);
     0: as ALFWorld, only "inventory" tells."""
+    indirect: int = 0
+    """1: the instruction names what the object is for (``world.USES``: "something for coffee"), not its
+    type, so which type a task wants is an association met one type at a time, num_types of them,
+    instead of one rule (take the object named in the task) that serves every type; 0: it names the
+    type ("a mug"). The tasks are the same draws either way; only the instruction's words differ."""
     prior_accuracy: float = 0.0
     """How often the base policy takes the target at the choice (chance: 1 / num_choices). After cloning
     the walk, the clone is trained (``trainer.bc.prior_steps``) on first actions that name the target
@@ -37,11 +43,12 @@ class ErrandKnobs:
 
     def validate(self) -> None:
         check_int("num_choices", self.num_choices, 2, 8)
-        check_int("num_types", self.num_types, self.num_choices, 41)
+        check_int("num_types", self.num_types, self.num_choices, len(OBJECT_TYPES))
         check_int("num_goals", self.num_goals, 1, 4)
         check_int("route_length", self.route_length, 1, 60)
         check_int("num_side", self.num_side, 0, 4)
         check_int("show_held", self.show_held, 0, 1)
+        check_int("indirect", self.indirect, 0, 1)
         if (self.num_goals + self.num_side) * self.route_length > len(WALK_NAMES):
             raise ValueError(
                 f"env.knobs: (num_goals + num_side) x route_length receptacles must be at most {len(WALK_NAMES)} "

@@ -9,6 +9,19 @@ from gaca.envs.errand.house import MAX_NUMBER, WALK_NAMES, name
 from gaca.envs.errand.knobs import ErrandKnobs
 from gaca.envs.household.lexicon import FILL_TYPES, GOAL_TYPES, OBJECT_TYPES, RECEPTACLE_TYPES
 
+USES = {
+    "apple": "snack", "bread": "toast", "egg": "omelette", "lettuce": "salad", "potato": "mash",
+    "tomato": "sauce", "bowl": "soup", "cup": "tea", "mug": "coffee", "pan": "frying", "plate": "dinner",
+    "pot": "stew", "fork": "eating", "knife": "cutting", "ladle": "serving", "spatula": "flipping",
+    "spoon": "stirring", "alarmclock": "waking", "book": "reading", "cd": "music", "cellphone": "calling",
+    "creditcard": "paying", "keychain": "locking", "pen": "writing", "pencil": "sketching",
+    "remotecontrol": "channels", "statue": "decor", "vase": "flowers", "watch": "timekeeping",
+    "cloth": "dusting", "soapbar": "washing", "sponge": "scrubbing", "towel": "drying",
+}  # fmt: skip
+"""Object type -> the one word an indirect instruction (``ErrandKnobs.indirect``) names it by."""
+INDIRECT_WORDS = ("something", "for")
+"""The words an indirect instruction adds to the vocabulary besides ``USES``' values."""
+
 
 @dataclass(frozen=True)
 class ErrandTask:
@@ -63,8 +76,9 @@ def generate_task(rng: random.Random, knobs: ErrandKnobs) -> ErrandTask:
     routes, sides = _house_layout(knobs.route_length, knobs.num_side, knobs.num_goals)
     others = rng.sample([t for t in GOAL_TYPES if t not in (goal_type, start_type)], knobs.num_goals - 1)
     where = "in" if goal_type in ("cabinet", "drawer", "garbagecan") else "on"
+    wanted = f"something for {USES[target]}" if knobs.indirect else f"a {target}"
     return ErrandTask(
-        instruction=f"your task is to : put a {target} {where} {goal_type} .",
+        instruction=f"your task is to : put {wanted} {where} {goal_type} .",
         target_type=target,
         objects=objects,
         start=name(start_type, 1),
