@@ -116,8 +116,12 @@ class RunConfig:
             return None
         from gaca.contract import resolved_knobs
 
+        from gaca.envs.families import FAMILIES
+
         env = self.env.to_dict()
         env["knobs"] = resolved_knobs(env)  # a preset's values, not only its name
+        if env.get("horizon") is None:  # the family's own (backend=verl leaves it null): the start it clones is that one
+            env["horizon"] = FAMILIES.get(env["name"]).default_horizon
         return {
             "env": env,
             "model": self.model.to_dict(),

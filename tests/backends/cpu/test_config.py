@@ -104,6 +104,11 @@ def test_the_clones_cache_key_holds_its_code_and_changes_with_it(tmp_path):
     assert key["code"] == source_fingerprint(Path(gaca.__file__).parent, STARTING_POLICY_CODE)
     assert compose_validate(["algorithm=grpo"])[0].starting_policy() == key  # the estimator does not make the clone
     assert compose_validate(["trainer.init=scratch"])[0].starting_policy() is None
+    # a null horizon is the family's (errand: 40), so it clones the start of the horizon spelled out
+    assert compose_validate(["env.horizon=null"])[0].starting_policy() == key
+    assert compose_validate(["env.horizon=30"])[0].starting_policy() != key
+    short = compose_validate(["trainer=short"])[0].starting_policy()
+    assert compose_validate(["trainer=short", "backend=verl_cpu"])[0].starting_policy() == short  # one start for both
 
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "room.py").write_text("DOORS = 2\n")
