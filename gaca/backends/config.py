@@ -115,12 +115,13 @@ class RunConfig:
         if self.trainer.init == "scratch":
             return None
         from gaca.contract import resolved_knobs
-
         from gaca.envs.families import FAMILIES
 
         env = self.env.to_dict()
         env["knobs"] = resolved_knobs(env)  # a preset's values, not only its name
-        if env.get("horizon") is None:  # the family's own (backend=verl leaves it null): the start it clones is that one
+        if (
+            env.get("horizon") is None
+        ):  # the family's own (backend=verl leaves it null): the start it clones is that one
             env["horizon"] = FAMILIES.get(env["name"]).default_horizon
         return {
             "env": env,
