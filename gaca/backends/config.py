@@ -119,10 +119,7 @@ class RunConfig:
 
         env = self.env.to_dict()
         env["knobs"] = resolved_knobs(env)  # a preset's values, not only its name
-        if (
-            env.get("horizon") is None
-        ):  # the family's own (backend=verl leaves it null): the start it clones is that one
-            env["horizon"] = FAMILIES.get(env["name"]).default_horizon
+        env["horizon"] = FAMILIES.get(env["name"]).horizon_of(env["horizon"])  # null (backend=verl): the family's
         return {
             "env": env,
             "model": self.model.to_dict(),

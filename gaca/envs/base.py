@@ -108,6 +108,11 @@ class EnvFamily(ABC, Generic[TaskT, EnvT]):
     knob_presets: ClassVar[Mapping[str, Any]]
     """Difficulty name -> knob dataclass instance."""
 
+    @classmethod
+    def horizon_of(cls, horizon: int | None) -> int:
+        """The episode horizon a config's ``horizon`` gives: itself, or ``default_horizon`` when None."""
+        return horizon if horizon is not None else cls.default_horizon
+
     @property
     def prior_accuracy(self) -> float:
         """How often the base policy is to be right at ``prior_choices`` (0: no prior stage)."""
@@ -135,7 +140,7 @@ class EnvFamily(ABC, Generic[TaskT, EnvT]):
     def __init__(self, cfg: EnvConfig) -> None:
         self.cfg = cfg
         self.knobs = self.resolve_knobs(cfg.difficulty, cfg.knobs)
-        self.horizon: int = cfg.horizon if cfg.horizon is not None else self.default_horizon
+        self.horizon: int = self.horizon_of(cfg.horizon)
         self.eval_task_ids: range = range(cfg.num_eval_tasks)
         self.train_task_ids: range = range(cfg.num_eval_tasks, cfg.num_eval_tasks + cfg.num_train_tasks)
 

@@ -228,15 +228,13 @@ def test_an_indirect_instruction_names_the_use_and_keeps_every_draw():
     from gaca.envs.errand.world import USES
 
     direct, indirect = errand(num_types=24), errand(num_types=24, indirect=1)
+
+    def draws(task) -> tuple:
+        return task.target_type, task.objects, task.goal, task.ends, task.routes
+
     for task_id in [*direct.train_task_ids[:30], *direct.eval_task_ids[:10]]:
-        a, b = direct.task(task_id), indirect.task(task_id)
-        assert (a.target_type, a.objects, a.goal, a.ends, a.routes) == (
-            b.target_type,
-            b.objects,
-            b.goal,
-            b.ends,
-            b.routes,
-        )
+        b = indirect.task(task_id)
+        assert draws(direct.task(task_id)) == draws(b)
         assert f"something for {USES[b.target_type]} " in b.instruction
         assert b.target_type not in words(b.instruction)  # the type itself is never named
     assert len(set(USES.values())) == len(USES)  # one use per type: the association is one-to-one

@@ -268,7 +268,7 @@ def verl_overrides(run: RunConfig, run_key: str, gpus: int, cpu: bool = False) -
     trainer, env, backend, algorithm, model = run.trainer, run.env, verl_options(run), run.algorithm, run.model
     served = verl_environment(run) == "gaca"
     recipe = RECIPES.get(env.name, ALFWORLD)
-    horizon = env.horizon if env.horizon is not None else FAMILIES.get(env.name).default_horizon
+    horizon = FAMILIES.get(env.name).horizon_of(env.horizon)
     data_dir = served_files(run, run_key).data if served else Path(backend.data_dir).expanduser()
     log_prob_micro = backend.log_prob_micro_batch_size_per_gpu or recipe.log_prob_micro_batch_size_per_gpu
     val_batch = trainer.num_eval_tasks or env.num_eval_tasks
