@@ -126,9 +126,26 @@ them restart): under pytest-xdist (`-n 2 --dist loadgroup`, scripts/test.sh) eac
 one test after another, while the other worker takes the rest."""
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook turns the mark into the node id's @group
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for marker in SHARED_SERVICES:
             if item.get_closest_marker(marker) is not None:
                 item.add_marker(pytest.mark.xdist_group(marker))
                 break
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under `--dist loadgroup` the scheduler groups tests by the `@group` suffix of their node ids; a
+    pytest whose node ids no longer carry it (pytest 9 with pytest-xdist 3.8) would spread the SLURM and
+    database tests over both workers without a word, so such a pairing stops the run before any test (xdist
+    reports it as an INTERNALERROR naming the first test that lost its group)."""
+    if not hasattr(session.config, "workerinput") or not session.config.getoption("loadgroup", default=False):
+        return  # only an xdist worker's collection is scheduled by group
+    for item in session.items:
+        for marker in SHARED_SERVICES:
+            if item.get_closest_marker(marker) is not None and not item.nodeid.endswith(f"@{marker}"):
+                raise pytest.UsageError(
+                    f"--dist loadgroup: {item.nodeid} lost its @{marker} group (pytest {pytest.__version__}); "
+                    "install the pytest range pyproject.toml's dev extra names"
+                )
