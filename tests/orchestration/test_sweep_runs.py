@@ -27,7 +27,8 @@ from .conftest import (
     wait_for,
 )
 
-pytestmark = pytest.mark.slow
+# One xdist worker takes the whole module, so that the reference sweep (module-scoped) is trained once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sweep_runs")]
 
 DETECTOR_RUNS = len(expand(load_block("detector"), list(TINY)))
 """The detector block's runs (9 today), counted from its file so that a row added there keeps these true."""
