@@ -126,13 +126,17 @@ them restart): under pytest-xdist (`-n 2 --dist loadgroup`, scripts/test.sh) eac
 one test after another, while the other worker takes the rest."""
 
 
+def service_group(item: pytest.Item) -> str | None:
+    """The first of SHARED_SERVICES that ``item`` is marked with: the one worker group it runs in."""
+    return next((marker for marker in SHARED_SERVICES if item.get_closest_marker(marker) is not None), None)
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook turns the mark into the node id's @group
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        for marker in SHARED_SERVICES:
-            if item.get_closest_marker(marker) is not None:
-                item.add_marker(pytest.mark.xdist_group(marker))
-                break
+        group = service_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -143,9 +147,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput") or not session.config.getoption("loadgroup", default=False):
         return  # only an xdist worker's collection is scheduled by group
     for item in session.items:
-        for marker in SHARED_SERVICES:
-            if item.get_closest_marker(marker) is not None and not item.nodeid.endswith(f"@{marker}"):
-                raise pytest.UsageError(
-                    f"--dist loadgroup: {item.nodeid} lost its @{marker} group (pytest {pytest.__version__}); "
-                    "install the pytest range pyproject.toml's dev extra names"
-                )
+        group = service_group(item)
+        if group is not None and not item.nodeid.endswith(f"@{group}"):
+            raise pytest.UsageError(
+                f"--dist loadgroup: {item.nodeid} lost its @{group} group (pytest {pytest.__version__}); "
+                "install the pytest range pyproject.toml's dev extra names"
+            )
